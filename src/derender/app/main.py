@@ -1,0 +1,161 @@
+"""The HTTP app: validate the body, select the model, call the core, map errors to the envelope.
+
+Bodies are parsed and validated here rather than by FastAPI's body injection so that every
+refusal has vLLM's shape (400 ``Bad Request``, never FastAPI's 422) and so the work per call
+is one JSON parse and one pydantic validation.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from fastapi import FastAPI, Request
+from fastapi.responses import Response
+from pydantic import BaseModel, TypeAdapter, ValidationError
+
+from derender.app.errors import (
+    body_errors,
+    envelope,
+    error_body,
+    media_type_error_body,
+    schema_error_body,
+)
+from derender.core.chat import derender_chat
+from derender.core.completions import derender_completion
+from derender.core.errors import DerenderError
+from derender.core.registry import ModelRegistry, ServedModel
+from derender.protocol import (
+    ChatBody,
+    CompletionBody,
+    DerenderChatRequest,
+    DerenderCompletionRequest,
+)
+from derender.settings import Settings
+
+JSON = dict[str, Any]
+Body = TypeVar("Body", bound=BaseModel)
+
+CHAT_PATH = "/v1/chat/completions/derender"
+COMPLETIONS_PATH = "/v1/completions/derender"
+
+log = logging.getLogger("derender")
+
+_CHAT_BODY: TypeAdapter[ChatBody] = TypeAdapter(ChatBody)
+_COMPLETION_BODY: TypeAdapter[CompletionBody] = TypeAdapter(CompletionBody)
+
+
+class SchemaError(Exception):
+    """The body failed validation; carries the error dicts to render."""
+
+    def __init__(self, errors: list[JSON]) -> None:
+        super().__init__(f"{len(errors)} validation errors")
+        self.errors = errors
+
+
+def json_response(content: JSON, status: int = 200) -> Response:
+    try:
+        text = json.dumps(content, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        data = text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate echoed from the request
+        data = json.dumps(content, separators=(",", ":"), allow_nan=False).encode("ascii")
+    return Response(data, status_code=status, media_type="application/json")
+
+
+def _reject_constant(name: str) -> None:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def parse_body(raw: bytes, adapter: TypeAdapter[Any]) -> Any:
+    """JSON text → validated request model, or SchemaError with FastAPI-style locations."""
+    try:
+        data = json.loads(raw, parse_constant=_reject_constant) if raw else None
+    except json.JSONDecodeError as exc:
+        raise SchemaError([{"type": "json_invalid", "loc": ("body", exc.pos),
+                            "msg": "JSON decode error", "input": {},
+                            "ctx": {"error": exc.msg}}]) from None
+    except ValueError as exc:  # invalid UTF-8, NaN/Infinity
+        raise SchemaError([{"type": "json_invalid", "loc": ("body", 0),
+                            "msg": "JSON decode error", "input": {},
+                            "ctx": {"error": str(exc)}}]) from None
+    if data is None:
+        raise SchemaError([{"type": "missing", "loc": ("body",), "msg": "Field required",
+                            "input": None}])
+    try:
+        return adapter.validate_python(data)
+    except ValidationError as exc:
+        raise SchemaError(body_errors(exc)) from None
+
+
+def _is_json(request: Request) -> bool:
+    content_type = request.headers.get("content-type", "")
+    return content_type.split(";", 1)[0].strip().lower() == "application/json"
+
+
+def create_app(settings: Settings | None = None, registry: ModelRegistry | None = None
+               ) -> FastAPI:
+    """The service; ``settings`` default to the environment."""
+    settings = settings or Settings.from_env()
+    registry = registry or ModelRegistry(settings.models_dir, settings.default_model)
+    app = FastAPI(title="derender", version="0.1.0",
+                  description="Token ids from a generate engine back into OpenAI responses.")
+
+    async def handle(request: Request, adapter: TypeAdapter[Any],
+                     run: Callable[[Any, ServedModel], JSON]) -> Response:
+        if not _is_json(request):
+            return json_response(media_type_error_body(), 400)
+        raw = await request.body()
+        if len(raw) > settings.max_body_bytes:
+            return json_response(envelope(
+                f"Request body of {len(raw)} bytes exceeds the limit of "
+                f"{settings.max_body_bytes} bytes (DERENDER_MAX_BODY_BYTES).",
+                "RequestTooLargeError", 413), 413)
+        try:
+            body = parse_body(raw, adapter)
+            return json_response(run(body, registry.get(body.model)))
+        except SchemaError as exc:
+            return json_response(schema_error_body(exc.errors), 400)
+        except DerenderError as exc:
+            return json_response(error_body(exc), exc.status)
+        except Exception:  # a bug: report it in the envelope, never a traceback
+            log.exception("derender failed")
+            return json_response(envelope("internal error", "InternalServerError", 500), 500)
+
+    def chat(body: Any, model: ServedModel) -> JSON:
+        if isinstance(body, DerenderChatRequest):
+            return derender_chat(body, model, settings.max_n_sequences)
+        raise DerenderError("streaming chat derender is not available yet")
+
+    def completion(body: Any, model: ServedModel) -> JSON:
+        if isinstance(body, DerenderCompletionRequest):
+            return derender_completion(body, model, settings.max_n_sequences)
+        raise DerenderError("streaming completions derender is not available yet")
+
+    @app.post(CHAT_PATH)
+    async def chat_derender(request: Request) -> Response:
+        """Chat completion (or, with ``stream: true``, one chunk) from engine token ids."""
+        return await handle(request, _CHAT_BODY, chat)
+
+    @app.post(COMPLETIONS_PATH)
+    async def completions_derender(request: Request) -> Response:
+        """Text completion (or, with ``stream: true``, one chunk) from engine token ids."""
+        return await handle(request, _COMPLETION_BODY, completion)
+
+    @app.get("/health")
+    async def health() -> Response:
+        return json_response({"status": "ok"})
+
+    created = int(time.time())
+
+    @app.get("/v1/models")
+    async def models() -> Response:
+        return json_response({"object": "list", "data": [
+            {"id": name, "object": "model", "created": created, "owned_by": "derender",
+             "root": info.folder.name, "parent": None, "max_model_len": info.max_model_len}
+            for info in registry.infos for name in info.served_names
+        ]})
+
+    return app

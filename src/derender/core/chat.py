@@ -1,0 +1,110 @@
+"""Non-streaming chat derender: one engine result into an OpenAI ``chat.completion``."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from derender.core.bounds import (
+    check_logprob_range,
+    check_prompt_length,
+    check_response_bounds,
+    check_token_range,
+)
+from derender.core.detokenizer import seed_window
+from derender.core.errors import BadRequestError
+from derender.core.logprobs import chat_logprobs, resolve_logprobs
+from derender.core.registry import ServedModel
+from derender.core.sequence import decode_settings, sequence_text
+from derender.protocol import ChatRequest, DerenderChatRequest
+
+JSON = dict[str, Any]
+
+PARSER_NEEDS_CHAT_REQUEST = (
+    "chat_request is required when a tool or reasoning parser is configured because plain "
+    "detokenization would leak raw parser markup into content."
+)
+
+
+def chat_top_logprobs(request: ChatRequest | None) -> int | None:
+    """Candidates kept per position (None: all) — vLLM's chat rule."""
+    if request is None or not request.logprobs:
+        return None
+    if request.logprob_token_ids is not None or request.top_logprobs == -1:
+        return None
+    return request.top_logprobs
+
+
+def derender_chat(body: DerenderChatRequest, model: ServedModel, max_n_sequences: int) -> JSON:
+    info, vocab = model.info, model.vocab
+    response = body.generate_response
+    check_response_bounds(response, info, max_n_sequences)
+    check_prompt_length(body.prompt_token_ids, info)
+    if info.has_parser and body.chat_request is None:
+        raise BadRequestError(PARSER_NEEDS_CHAT_REQUEST)
+
+    request = body.chat_request
+    settings = decode_settings(request, preserve_special=info.has_parser)
+    prompt_ids = body.prompt_token_ids
+    if prompt_ids is None:
+        prompt_ids = response.prompt_token_ids
+    check_token_range(prompt_ids, vocab.size, "prompt_token_ids")
+    seed = seed_window(vocab, prompt_ids, settings.skip_special)
+    keep = chat_top_logprobs(request)
+    return_ids = bool(request and request.return_token_ids)
+
+    choices: list[JSON] = []
+    completion_tokens = 0
+    for choice in response.choices:
+        ids = choice.token_ids
+        if not ids:
+            raise BadRequestError(f"choice {choice.index} has empty or null token_ids")
+        check_token_range(ids, vocab.size, f"choice {choice.index}")
+        check_logprob_range(choice.logprobs, vocab.size, f"choice {choice.index}")
+        completion_tokens += len(ids)
+        text, stop_reason = sequence_text(vocab, seed, ids, choice.finish_reason,
+                                          choice.stop_reason, settings)
+        logprobs = None
+        if choice.logprobs is not None:
+            positions = (resolve_logprobs(vocab, choice.logprobs, keep, ())[0]
+                         if choice.logprobs.content is not None else None)
+            logprobs = chat_logprobs(positions)
+        choices.append({
+            "index": choice.index,
+            "message": {"role": "assistant", "content": text, "refusal": None,
+                        "annotations": None, "audio": None, "function_call": None,
+                        "reasoning": None},
+            "logprobs": logprobs,
+            "finish_reason": choice.finish_reason or "stop",
+            "stop_reason": stop_reason,
+            "token_ids": list(ids) if return_ids else None,
+            "routed_experts": None,
+            "weight_versions": None,
+        })
+
+    prompt_tokens = body.prompt_tokens or 0
+    return {
+        "id": response.request_id,
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": body.model or info.name,
+        "choices": choices,
+        "service_tier": None,
+        "system_fingerprint": None,
+        "usage": usage(prompt_tokens, completion_tokens),
+        "prompt_logprobs": (None if response.prompt_logprobs is None else
+                            [None if p is None else {k: v.model_dump() for k, v in p.items()}
+                             for p in response.prompt_logprobs]),
+        "prompt_token_ids": response.prompt_token_ids if return_ids else None,
+        "prompt_text": None,
+        "kv_transfer_params": response.kv_transfer_params,
+        "ec_transfer_params": None,
+        "metrics": None if response.metrics is None else response.metrics.model_dump(),
+    }
+
+
+def usage(prompt_tokens: int, completion_tokens: int) -> JSON:
+    """OpenAI usage object; the details are never known to derender."""
+    return {"prompt_tokens": prompt_tokens, "total_tokens": prompt_tokens + completion_tokens,
+            "completion_tokens": completion_tokens, "prompt_tokens_details": None,
+            "completion_tokens_details": None}

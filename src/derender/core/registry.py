@@ -1,0 +1,146 @@
+"""The served models: Hugging Face style folders, selected by the request's ``model``.
+
+A models folder holds one folder per model: ``tokenizer.json`` (required),
+``tokenizer_config.json`` (special tokens, EOS), ``generation_config.json`` (extra EOS ids),
+``config.json`` (``max_position_embeddings`` → max_model_len) and an optional ``derender.json``
+manifest (``served_names``, ``reasoning_parser``, ``tool_parser``, ``max_model_len``,
+``max_logprobs``). Folders are listed at start-up; a model's tokenizer is loaded on its first
+request and kept for the life of the process (a Lambda container).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from derender.core.errors import NotFoundError
+from derender.core.vocab import Vocabulary
+
+MANIFEST = "derender.json"
+DEFAULT_MAX_MODEL_LEN = 2048
+DEFAULT_MAX_LOGPROBS = 20
+_LENGTH_KEYS = ("max_position_embeddings", "n_positions", "max_seq_len", "seq_length",
+                "max_target_positions", "max_sequence_length", "n_ctx")
+"""``config.json`` keys that bound the context, as vLLM reads them (the smallest wins)."""
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """What the folder and its manifest say, known without loading the tokenizer."""
+
+    folder: Path
+    served_names: tuple[str, ...]
+    max_model_len: int
+    max_logprobs: int
+    """Candidates allowed per logprob position; -1 means unlimited."""
+    reasoning_parser: str | None
+    tool_parser: str | None
+
+    @property
+    def name(self) -> str:
+        """Primary served name (the one responses carry when ``model`` is empty)."""
+        return self.served_names[0]
+
+    @property
+    def has_parser(self) -> bool:
+        return self.reasoning_parser is not None or self.tool_parser is not None
+
+
+@dataclass(frozen=True)
+class ServedModel:
+    """A model ready to derender: its settings and its loaded vocabulary."""
+
+    info: ModelInfo
+    vocab: Vocabulary
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        return {}
+    data = json.loads(path.read_text(encoding="utf-8"))
+    return data if isinstance(data, dict) else {}
+
+
+def read_model_info(folder: Path) -> ModelInfo:
+    """Describe one model folder from its config files and manifest."""
+    manifest = _read_json(folder / MANIFEST)
+    config = _read_json(folder / "config.json")
+    names = manifest.get("served_names") or [folder.name]
+    lengths = [v for k in _LENGTH_KEYS if isinstance(v := config.get(k), int) and v > 0]
+    max_len = manifest.get("max_model_len") or min(lengths, default=None)
+    return ModelInfo(
+        folder=folder,
+        served_names=tuple(str(n) for n in names),
+        max_model_len=int(max_len or DEFAULT_MAX_MODEL_LEN),
+        max_logprobs=int(manifest.get("max_logprobs", DEFAULT_MAX_LOGPROBS)),
+        reasoning_parser=manifest.get("reasoning_parser"),
+        tool_parser=manifest.get("tool_parser"),
+    )
+
+
+def load_vocabulary(folder: Path) -> Vocabulary:
+    return Vocabulary.load(
+        (folder / "tokenizer.json").read_text(encoding="utf-8"),
+        _read_json(folder / "tokenizer_config.json"),
+        _read_json(folder / "generation_config.json"),
+    )
+
+
+class ModelRegistry:
+    """Served names → models; loads each tokenizer once, safely under concurrent requests."""
+
+    def __init__(self, models_dir: Path, default_model: str | None = None) -> None:
+        folders = sorted(p for p in models_dir.iterdir() if (p / "tokenizer.json").is_file()) \
+            if models_dir.is_dir() else []
+        if not folders:
+            raise RuntimeError(f"no model folder with a tokenizer.json in {models_dir}")
+        self._infos = [read_model_info(folder) for folder in folders]
+        self._by_name: dict[str, ModelInfo] = {}
+        for info in self._infos:
+            for name in info.served_names:
+                if name in self._by_name:
+                    raise RuntimeError(f"served name {name!r} is used by two model folders")
+                self._by_name[name] = info
+        if default_model is not None and default_model not in self._by_name:
+            raise RuntimeError(f"default model {default_model!r} is not a served name "
+                               f"(served: {', '.join(self.names)})")
+        self._default = self._by_name[default_model] if default_model else self._infos[0]
+        self._loaded: dict[Path, ServedModel] = {}
+        self._lock = threading.Lock()
+
+    @property
+    def names(self) -> list[str]:
+        """Every served name, default model's first."""
+        ordered = [self._default, *(i for i in self._infos if i is not self._default)]
+        return [name for info in ordered for name in info.served_names]
+
+    @property
+    def infos(self) -> list[ModelInfo]:
+        return list(self._infos)
+
+    def info(self, requested: str | None) -> ModelInfo:
+        """The model a request names (null or empty: the default); 404 for unknown names."""
+        if not requested:
+            return self._default
+        info = self._by_name.get(requested)
+        if info is None:
+            raise NotFoundError(
+                f"The model `{requested}` does not exist. Valid aliases: {', '.join(self.names)}.",
+                param="model",
+            )
+        return info
+
+    def get(self, requested: str | None) -> ServedModel:
+        """The loaded model a request names."""
+        info = self.info(requested)
+        model = self._loaded.get(info.folder)
+        if model is None:
+            with self._lock:
+                model = self._loaded.get(info.folder)
+                if model is None:
+                    model = ServedModel(info, load_vocabulary(info.folder))
+                    self._loaded[info.folder] = model
+        return model

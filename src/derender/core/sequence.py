@@ -1,0 +1,75 @@
+"""The text of one generated sequence: decode flags, prompt seeding, stop handling.
+
+Shared by chat and completions, non-streaming; streaming reuses the same pieces per chunk.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from derender.core.detokenizer import DecodeWindow, detokenize
+from derender.core.stops import (
+    StopReason,
+    StopSettings,
+    cut_at_stop_string,
+    drop_stop_token,
+    find_stop_string,
+    normalize_stop,
+    stop_string_candidates,
+)
+from derender.core.vocab import Vocabulary
+from derender.protocol import ChatRequest, CompletionRequest
+
+
+@dataclass(frozen=True, slots=True)
+class DecodeSettings:
+    """How a request wants its ids turned into text."""
+
+    skip_special: bool
+    stops: StopSettings
+
+
+def decode_settings(request: ChatRequest | CompletionRequest | None,
+                    preserve_special: bool = False) -> DecodeSettings:
+    """vLLM §5.2: special tokens are skipped unless the request (or a parser) keeps them.
+
+    ``spaces_between_special_tokens`` only matters to slow tokenizers, and every tokenizer
+    loaded from ``tokenizer.json`` is fast, so it never changes the text here.
+    """
+    if request is None:
+        return DecodeSettings(skip_special=not preserve_special, stops=StopSettings())
+    return DecodeSettings(
+        skip_special=not preserve_special and request.skip_special_tokens is not False,
+        stops=StopSettings(
+            has_request=True,
+            stop=normalize_stop(request.stop),
+            stop_token_ids=frozenset(request.stop_token_ids or ()),
+            ignore_eos=request.ignore_eos,
+            include_stop_str_in_output=request.include_stop_str_in_output,
+            min_tokens=request.min_tokens,
+        ),
+    )
+
+
+def sequence_text(
+    vocab: Vocabulary,
+    seed: DecodeWindow,
+    ids: Sequence[int],
+    finish_reason: str | None,
+    reported: StopReason,
+    settings: DecodeSettings,
+) -> tuple[str, StopReason]:
+    """Text and stop_reason of a finished sequence (vLLM §5.5 then §5.6)."""
+    stops = settings.stops
+    kept, stop_reason = drop_stop_token(vocab, ids, finish_reason, reported, stops)
+    head_len = max(stops.min_tokens, 0)
+    head, window = detokenize(vocab, seed, kept[:head_len], settings.skip_special)
+    tail, _ = detokenize(vocab, window, kept[head_len:], settings.skip_special)
+    text = head + tail
+    match = find_stop_string(text, len(tail),
+                             stop_string_candidates(finish_reason, reported, stops))
+    if match is not None:
+        stop_reason = match[2]
+        text = cut_at_stop_string(text, match, stops.include_stop_str_in_output)
+    return text, stop_reason

@@ -1,0 +1,68 @@
+"""Configuration, read once from the environment into a frozen object.
+
+Every variable name is a constant here; precedence is explicit argument, then environment,
+then default (as in AWS Powertools).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+MODELS_DIR = "DERENDER_MODELS_DIR"
+DEFAULT_MODEL = "DERENDER_DEFAULT_MODEL"
+MAX_N_SEQUENCES = "DERENDER_MAX_N_SEQUENCES"
+MAX_BODY_BYTES = "DERENDER_MAX_BODY_BYTES"
+
+LAMBDA_LAYER_MODELS = Path("/opt/tokenizers")
+"""Where the tokenizer layer's ``tokenizers/`` folder is mounted on Lambda."""
+LOCAL_MODELS = Path("layers/tokenizers")
+"""The repository's models folder, used when running from a checkout."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What the service needs to know about its environment."""
+
+    models_dir: Path
+    """Folder with one Hugging Face style model folder per served model."""
+    default_model: str | None = None
+    """Served name answering requests whose ``model`` is null or empty; None: the first
+    model folder in name order."""
+    max_n_sequences: int = 16384
+    """Most ``generate_responses`` per completions call and choices per response (vLLM's
+    ``VLLM_MAX_N_SEQUENCES``)."""
+    max_body_bytes: int = 32 * 1024 * 1024
+    """Largest request body accepted; larger ones get 413 before parsing."""
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
+        env = os.environ if env is None else env
+        models = env.get(MODELS_DIR)
+        if models:
+            models_dir = Path(models)
+        elif LAMBDA_LAYER_MODELS.is_dir():
+            models_dir = LAMBDA_LAYER_MODELS
+        else:
+            models_dir = LOCAL_MODELS
+        return cls(
+            models_dir=models_dir,
+            default_model=env.get(DEFAULT_MODEL) or None,
+            max_n_sequences=_int(env, MAX_N_SEQUENCES, cls.max_n_sequences),
+            max_body_bytes=_int(env, MAX_BODY_BYTES, cls.max_body_bytes),
+        )
+
+
+def _int(env: Mapping[str, str], name: str, default: int) -> int:
+    raw = env.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError as exc:
+        raise ValueError(f"{name} must be an integer, got {raw!r}") from exc
+    if value <= 0:
+        raise ValueError(f"{name} must be positive, got {value}")
+    return value
