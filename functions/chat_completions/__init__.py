@@ -1,0 +1,1 @@
+"""The function serving ``POST /v1/chat/completions/derender``."""

@@ -1,0 +1,1 @@
+"""The function serving ``POST /v1/completions/derender``."""

@@ -1,0 +1,244 @@
+"""Replays every event in ``events/`` through the real Lambda handlers, as Lambda calls them.
+
+Each file is named ``<source>.<route>[.<variant>].json``; ``route`` picks the function (``health``
+goes through both). The expectations below are written out by hand: the texts are the strings
+whose Qwen3 token ids the event bodies carry (chat ids end with the EOS ``<|im_end|>``, which
+never reaches the text), and the error envelopes are those of vLLM 0.33.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import importlib
+import json
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+EVENTS = ROOT / "events"
+LAYER_MODELS = ROOT / "layers" / "tokenizers"
+
+FUNCTIONS = {"chat": "chat_completions", "completions": "completions"}
+"""Route segment of an event's file name → the function folder serving it."""
+
+Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class FakeLambdaContext:
+    """The attributes of Lambda's context object that Mangum's ``LambdaContext`` names."""
+
+    function_name: str = "derender-chat-completions"
+    function_version: str = "$LATEST"
+    invoked_function_arn: str = (
+        "arn:aws:lambda:us-east-1:123456789012:function:derender-chat-completions")
+    memory_limit_in_mb: int = 1024
+    aws_request_id: str = "52fdfc07-2182-454f-963f-5f0f9a621d72"
+    log_group_name: str = "/aws/lambda/derender-chat-completions"
+    log_stream_name: str = "2026/11/29/[$LATEST]0123456789abcdef0123456789abcdef"
+    identity: None = None
+    client_context: None = None
+
+    def get_remaining_time_in_millis(self) -> int:
+        return 29_000
+
+
+@dataclass(frozen=True)
+class Chat:
+    text: str
+    id: str
+    prompt_tokens: int
+    completion_tokens: int
+    """Token ids in the body, the EOS included."""
+
+
+@dataclass(frozen=True)
+class Completion:
+    text: str
+    id: str
+    prompt_tokens: int
+    completion_tokens: int
+
+
+@dataclass(frozen=True)
+class Error:
+    status: int
+    type: str
+    param: str | None
+    message: str
+    """The whole message, or its start when ``exact`` is false."""
+    exact: bool = True
+
+
+@dataclass(frozen=True)
+class Health:
+    pass
+
+
+Expected = Chat | Completion | Error | Health
+
+GREETING = "Hello from Lambda! Grüße aus der Cloud ☁️"  # 12 ids
+HELLO = "Hello world! How are you"  # 6 ids
+BONJOUR = "Bonjour — ça va? 👋"  # 7 ids
+PARIS = " Paris. It is known for the Eiffel Tower"  # 11 ids
+CAPITAL = " the capital of France"  # 4 ids
+
+MEDIA_TYPE = Error(400, "Bad Request", None,
+                   "1 validation error:\n  Unsupported Media Type: Only 'application/json' is "
+                   "allowed")
+
+
+def json_invalid(offset: int) -> Error:
+    return Error(400, "Bad Request", f"body.{offset}",
+                 f"1 validation error:\n  {{'type': 'json_invalid', 'loc': 'body.{offset}', "
+                 "'msg': 'JSON decode error'", exact=False)
+
+
+def not_found(model: str) -> Error:
+    return Error(404, "NotFoundError", "model", f"The model `{model}` does not exist.",
+                 exact=False)
+
+
+EXPECTED: dict[str, Expected] = {
+    "http-api-v2.chat": Chat(GREETING, "evt-http-chat", 5, 13),
+    "http-api-v2.chat.base64": Chat(HELLO, "evt-http-chat-b64", 12, 7),
+    "http-api-v2.chat.unknown-model": not_found("gpt-4o"),
+    "http-api-v2.chat.wrong-content-type": MEDIA_TYPE,
+    "http-api-v2.completions": Completion(PARIS, "evt-http-cmpl", 4, 11),
+    "http-api-v2.completions.base64": Completion(CAPITAL, "evt-http-cmpl-b64", 6, 4),
+    # a trailing comma: the parser stops at the closing brace, character 98
+    "http-api-v2.completions.malformed-json": json_invalid(98),
+    "http-api-v2.health": Health(),
+    "rest-v1.chat": Chat(BONJOUR, "evt-rest-chat", 9, 8),
+    "rest-v1.chat.base64": Chat(GREETING, "evt-rest-chat-b64", 5, 13),
+    # cut off after 105 characters, inside the token id list
+    "rest-v1.chat.malformed-json": json_invalid(105),
+    "rest-v1.completions": Completion(CAPITAL, "evt-rest-cmpl", 3, 4),
+    "rest-v1.completions.base64": Completion(PARIS, "evt-rest-cmpl-b64", 4, 11),
+    "rest-v1.completions.unknown-model": not_found("llama-3-70b"),
+    # what `curl -d` sends by default
+    "rest-v1.completions.wrong-content-type": MEDIA_TYPE,
+    "rest-v1.health": Health(),
+    "function-url.chat": Chat(HELLO, "evt-url-chat", 7, 7),
+    "function-url.chat.base64": Chat(BONJOUR, "evt-url-chat-b64", 3, 8),
+    # function URLs base64-encode bodies of binary content types
+    "function-url.chat.wrong-content-type.base64": MEDIA_TYPE,
+    "function-url.completions": Completion(PARIS, "evt-url-cmpl", 4, 11),
+    "function-url.completions.base64": Completion(CAPITAL, "evt-url-cmpl-b64", 2, 4),
+    # cut off after 106 characters, inside the token id list
+    "function-url.completions.malformed-json.base64": json_invalid(106),
+    "function-url.completions.unknown-model": not_found("qwen3-235b"),
+    "function-url.health": Health(),
+}
+
+
+def event_names() -> list[str]:
+    return sorted(path.name.removesuffix(".json") for path in EVENTS.glob("*.json"))
+
+
+def cases() -> Iterator[tuple[str, str]]:
+    for name in event_names():
+        route = name.split(".")[1]
+        for function in FUNCTIONS.values() if route == "health" else [FUNCTIONS[route]]:
+            yield name, function
+
+
+@pytest.fixture(scope="module")
+def handlers() -> dict[str, Handler]:
+    """Each function's ``handler``, imported fresh with the repository's models folder."""
+    loaded: dict[str, Handler] = {}
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("DERENDER_MODELS_DIR", str(LAYER_MODELS))
+        env.delenv("DERENDER_DEFAULT_MODEL", raising=False)
+        for function in FUNCTIONS.values():
+            module_name = f"functions.{function}.handler"
+            sys.modules.pop(module_name, None)
+            loaded[function] = importlib.import_module(module_name).handler
+    return loaded
+
+
+def invoke(handler: Handler, event: dict[str, Any]) -> tuple[dict[str, Any], Any]:
+    """The handler's Lambda response and its body, parsed as JSON."""
+    response = handler(event, FakeLambdaContext())
+    raw = response["body"]
+    text = base64.b64decode(raw).decode("utf-8") if response["isBase64Encoded"] else raw
+    return response, json.loads(text)
+
+
+def test_every_event_has_an_expectation() -> None:
+    assert event_names() == sorted(EXPECTED)
+
+
+@pytest.mark.parametrize(("name", "function"), list(cases()))
+def test_event(handlers: dict[str, Handler], name: str, function: str) -> None:
+    event = json.loads((EVENTS / f"{name}.json").read_text(encoding="utf-8"))
+    expected = EXPECTED[name]
+
+    response, body = invoke(handlers[function], event)
+
+    status = expected.status if isinstance(expected, Error) else 200
+    assert response["statusCode"] == status
+    assert response["headers"]["content-type"] == "application/json"
+    if name.startswith("rest-v1."):  # payload 1.0 answers carry multiValueHeaders too
+        assert response["multiValueHeaders"] == {}
+    match expected:
+        case Chat():
+            assert body["object"] == "chat.completion"
+            assert body["choices"][0]["message"]["role"] == "assistant"
+            assert body["choices"][0]["message"]["content"] == expected.text
+            assert body["choices"][0]["finish_reason"] == "stop"
+        case Completion():
+            assert body["object"] == "text_completion"
+            assert body["choices"][0]["text"] == expected.text
+            assert body["choices"][0]["finish_reason"] == "length"
+        case Error():
+            assert set(body) == {"error"}
+            error = body["error"]
+            assert set(error) == {"message", "type", "param", "code"}
+            assert (error["code"], error["type"], error["param"]) == (
+                expected.status, expected.type, expected.param)
+            if expected.exact:
+                assert error["message"] == expected.message
+            else:
+                assert error["message"].startswith(expected.message)
+        case Health():
+            assert body == {"status": "ok"}
+    if isinstance(expected, Chat | Completion):
+        assert len(body["choices"]) == 1
+        assert body["id"] == expected.id
+        assert body["model"] == "qwen3"
+        usage = body["usage"]
+        assert (usage["prompt_tokens"], usage["completion_tokens"], usage["total_tokens"]) == (
+            expected.prompt_tokens, expected.completion_tokens,
+            expected.prompt_tokens + expected.completion_tokens)
+
+
+def test_handlers_are_built_once_per_container(handlers: dict[str, Handler]) -> None:
+    """Container reuse: the module-scope app answers successive invocations alike."""
+    event = json.loads((EVENTS / "http-api-v2.chat.json").read_text(encoding="utf-8"))
+    first = invoke(handlers["chat_completions"], event)[1]
+    second = invoke(handlers["chat_completions"], event)[1]
+    assert first["choices"] == second["choices"]
+
+
+def _with_body(name: str, body: str) -> dict[str, Any]:
+    event: dict[str, Any] = json.loads((EVENTS / f"{name}.json").read_text(encoding="utf-8"))
+    event["body"] = body
+    return event
+
+
+@pytest.mark.xfail(strict=True, raises=binascii.Error,
+                   reason="Mangum base64-decodes the body before the app runs and lets "
+                          "binascii.Error escape: Lambda reports an invocation error (API "
+                          "Gateway answers 500/502) instead of a 400 envelope")
+def test_bad_base64_body_is_a_400(handlers: dict[str, Handler]) -> None:
+    event = _with_body("http-api-v2.chat.base64", "eyJtb2RlbCI")  # 11 characters: bad padding
+    response, body = invoke(handlers["chat_completions"], event)
+    assert response["statusCode"] == 400
+    assert body["error"]["type"] == "Bad Request"
