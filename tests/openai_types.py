@@ -6,8 +6,9 @@ from typing import Any
 
 from openai._models import construct_type
 from openai.types import Completion, CompletionChoice, CompletionUsage
-from openai.types.chat import ChatCompletion, ChatCompletionMessage
+from openai.types.chat import ChatCompletion, ChatCompletionChunk, ChatCompletionMessage
 from openai.types.chat.chat_completion import Choice as ChatChoice
+from openai.types.chat.chat_completion_chunk import Choice as ChunkChoice
 
 
 def check_openai_body(body: dict[str, Any]) -> ChatCompletion | Completion:
@@ -34,4 +35,23 @@ def check_openai_body(body: dict[str, Any]) -> ChatCompletion | Completion:
         else:
             assert isinstance(choice, CompletionChoice)
             assert choice.text == raw["text"]
+    return parsed
+
+
+def check_openai_chunk(chunk: dict[str, Any]) -> ChatCompletionChunk | Completion:
+    """Parse one streamed chunk as the SDK's stream iterator does."""
+    kind = {"chat.completion.chunk": ChatCompletionChunk,
+            "text_completion": Completion}[chunk["object"]]
+    parsed = construct_type(type_=kind, value=chunk)
+    assert isinstance(parsed, kind)
+    assert parsed.id == chunk["id"] and len(parsed.choices) == len(chunk["choices"])
+    for choice, raw in zip(parsed.choices, chunk["choices"], strict=True):
+        if isinstance(parsed, ChatCompletionChunk):
+            assert isinstance(choice, ChunkChoice)
+            assert choice.delta.content == raw["delta"]["content"]
+        else:
+            assert isinstance(choice, CompletionChoice)
+            assert choice.text == raw["text"]
+    if chunk.get("usage") is not None:
+        assert isinstance(parsed.usage, CompletionUsage)
     return parsed

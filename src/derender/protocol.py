@@ -26,6 +26,7 @@ from pydantic import (
 from derender.core.errors import parameter_error
 
 MAX_STOP_STRINGS = 4
+MAX_BATCH_CHUNKS = 4096
 
 
 def _non_negative(ids: list[int] | None) -> list[int] | None:
@@ -313,14 +314,11 @@ class DerenderCompletionRequest(_Model):
         return self
 
 
-class DerenderChatStreamRequest(_Model):
-    """Streaming chat derender: one engine chunk into one ``chat.completion.chunk``."""
-
+class _ChatStreamFields(_Model):
     stream: Literal[True]
     model: str | None = None
-    generate_chunk: GenerateTokensStreamResponse
     stream_state: Any = None
-    """Null on the first call, then the token the previous call returned."""
+    """Null on the first call, then the token the previous call returned (opaque)."""
     prompt_tokens: int | None = None
     """Overrides ``usage.prompt_tokens`` of a usage chunk."""
     prompt_token_ids: PromptIds = None
@@ -328,16 +326,40 @@ class DerenderChatStreamRequest(_Model):
     chat_request: ChatRequest | None = None
 
 
-class DerenderCompletionStreamRequest(_Model):
-    """Streaming completions derender: one engine chunk into one ``text_completion`` chunk."""
+class DerenderChatStreamRequest(_ChatStreamFields):
+    """Streaming chat derender: one engine chunk into one ``chat.completion.chunk``."""
 
+    generate_chunk: GenerateTokensStreamResponse
+
+
+class DerenderChatStreamBatchRequest(_ChatStreamFields):
+    """Streaming chat derender of several consecutive engine chunks in one call (ours)."""
+
+    generate_chunks: Annotated[list[GenerateTokensStreamResponse],
+                               Field(min_length=1, max_length=MAX_BATCH_CHUNKS)]
+    """Consecutive chunks of one stream; the answer lists one OpenAI chunk per entry."""
+
+
+class _CompletionStreamFields(_Model):
     stream: Literal[True]
     model: str | None = None
-    generate_chunk: GenerateTokensStreamResponse
     stream_state: Any = None
     prompt_tokens: int | None = None
     prompt_token_ids: PromptIds = None
     completion_request: CompletionRequest | None = None
+
+
+class DerenderCompletionStreamRequest(_CompletionStreamFields):
+    """Streaming completions derender: one engine chunk into one ``text_completion`` chunk."""
+
+    generate_chunk: GenerateTokensStreamResponse
+
+
+class DerenderCompletionStreamBatchRequest(_CompletionStreamFields):
+    """Streaming completions derender of several consecutive engine chunks (ours)."""
+
+    generate_chunks: Annotated[list[GenerateTokensStreamResponse],
+                               Field(min_length=1, max_length=MAX_BATCH_CHUNKS)]
 
 
 ChatBody = DerenderChatRequest | DerenderChatStreamRequest

@@ -8,13 +8,17 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 MODELS_DIR = "DERENDER_MODELS_DIR"
 DEFAULT_MODEL = "DERENDER_DEFAULT_MODEL"
 MAX_N_SEQUENCES = "DERENDER_MAX_N_SEQUENCES"
 MAX_BODY_BYTES = "DERENDER_MAX_BODY_BYTES"
+SIGNING_KEYS = "DERENDER_SIGNING_KEYS"
+STATE_TTL_SECONDS = "DERENDER_STATE_TTL_SECONDS"
+MAX_STATE_CHARS = "DERENDER_MAX_STATE_CHARS"
+LAMBDA_FUNCTION_NAME = "AWS_LAMBDA_FUNCTION_NAME"
 
 LAMBDA_LAYER_MODELS = Path("/opt/tokenizers")
 """Where the tokenizer layer's ``tokenizers/`` folder is mounted on Lambda."""
@@ -36,6 +40,14 @@ class Settings:
     ``VLLM_MAX_N_SEQUENCES``)."""
     max_body_bytes: int = 32 * 1024 * 1024
     """Largest request body accepted; larger ones get 413 before parsing."""
+    signing_keys: str | None = field(default=None, repr=False)
+    """Stream-state key ring, ``id:secret[,id:secret...]``; the first entry signs."""
+    state_ttl_seconds: int = 3600
+    """How long a stream's state stays valid, counted from its first chunk."""
+    max_state_chars: int = 4096
+    """Largest ``stream_state`` token accepted (checked before decoding)."""
+    on_lambda: bool = False
+    """Running inside AWS Lambda: streaming refuses to work without a configured key."""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -52,6 +64,10 @@ class Settings:
             default_model=env.get(DEFAULT_MODEL) or None,
             max_n_sequences=_int(env, MAX_N_SEQUENCES, cls.max_n_sequences),
             max_body_bytes=_int(env, MAX_BODY_BYTES, cls.max_body_bytes),
+            signing_keys=env.get(SIGNING_KEYS) or None,
+            state_ttl_seconds=_int(env, STATE_TTL_SECONDS, cls.state_ttl_seconds),
+            max_state_chars=_int(env, MAX_STATE_CHARS, cls.max_state_chars),
+            on_lambda=bool(env.get(LAMBDA_FUNCTION_NAME)),
         )
 
 

@@ -24,15 +24,18 @@ from derender.app.errors import (
     media_type_error_body,
     schema_error_body,
 )
-from derender.core.chat import derender_chat
-from derender.core.completions import derender_completion
+from derender.app.keys import key_ring
+from derender.core.chat import derender_chat, derender_chat_stream
+from derender.core.completions import derender_completion, derender_completion_stream
 from derender.core.errors import DerenderError
 from derender.core.registry import ModelRegistry, ServedModel
+from derender.core.state_token import KeyRing, sign, verify
+from derender.core.stream_state import StreamState, decode_state, encode_state
 from derender.protocol import (
     ChatBody,
     CompletionBody,
-    DerenderChatRequest,
-    DerenderCompletionRequest,
+    DerenderChatStreamBatchRequest,
+    DerenderCompletionStreamBatchRequest,
 )
 from derender.settings import Settings
 
@@ -46,6 +49,13 @@ log = logging.getLogger("derender")
 
 _CHAT_BODY: TypeAdapter[ChatBody] = TypeAdapter(ChatBody)
 _COMPLETION_BODY: TypeAdapter[CompletionBody] = TypeAdapter(CompletionBody)
+_CHAT_BATCH: TypeAdapter[DerenderChatStreamBatchRequest] = TypeAdapter(
+    DerenderChatStreamBatchRequest)
+_COMPLETION_BATCH: TypeAdapter[DerenderCompletionStreamBatchRequest] = TypeAdapter(
+    DerenderCompletionStreamBatchRequest)
+
+
+_BATCHES = (DerenderChatStreamBatchRequest, DerenderCompletionStreamBatchRequest)
 
 
 class SchemaError(Exception):
@@ -69,8 +79,12 @@ def _reject_constant(name: str) -> None:
     raise ValueError(f"{name} is not valid JSON")
 
 
-def parse_body(raw: bytes, adapter: TypeAdapter[Any]) -> Any:
-    """JSON text → validated request model, or SchemaError with FastAPI-style locations."""
+def parse_body(raw: bytes, adapter: TypeAdapter[Any], batch: TypeAdapter[Any]) -> Any:
+    """JSON text → validated request model, or SchemaError with FastAPI-style locations.
+
+    A body with ``generate_chunks`` is our batched streaming call; every other body is
+    validated exactly as vLLM's union of the route's two models.
+    """
     try:
         data = json.loads(raw, parse_constant=_reject_constant) if raw else None
     except json.JSONDecodeError as exc:
@@ -84,6 +98,8 @@ def parse_body(raw: bytes, adapter: TypeAdapter[Any]) -> Any:
     if data is None:
         raise SchemaError([{"type": "missing", "loc": ("body",), "msg": "Field required",
                             "input": None}])
+    if isinstance(data, dict) and "generate_chunks" in data:
+        adapter = batch
     try:
         return adapter.validate_python(data)
     except ValidationError as exc:
@@ -103,8 +119,17 @@ def create_app(settings: Settings | None = None, registry: ModelRegistry | None 
     app = FastAPI(title="derender", version="0.1.0",
                   description="Token ids from a generate engine back into OpenAI responses.")
 
-    async def handle(request: Request, adapter: TypeAdapter[Any],
-                     run: Callable[[Any, ServedModel], JSON]) -> Response:
+    rings: list[KeyRing] = []
+
+    def ring() -> KeyRing:
+        if not rings:
+            rings.append(key_ring(settings))
+        return rings[0]
+
+    async def handle(request: Request, adapter: TypeAdapter[Any], batch: TypeAdapter[Any],
+                     run: Callable[[Any, ServedModel], JSON],
+                     run_stream: Callable[[Any, ServedModel, StreamState | None, int],
+                                          tuple[list[JSON], StreamState]]) -> Response:
         if not _is_json(request):
             return json_response(media_type_error_body(), 400)
         raw = await request.body()
@@ -114,8 +139,19 @@ def create_app(settings: Settings | None = None, registry: ModelRegistry | None 
                 f"{settings.max_body_bytes} bytes (DERENDER_MAX_BODY_BYTES).",
                 "RequestTooLargeError", 413), 413)
         try:
-            body = parse_body(raw, adapter)
-            return json_response(run(body, registry.get(body.model)))
+            body = parse_body(raw, adapter, batch)
+            model = registry.get(body.model)
+            if not body.stream:
+                return json_response(run(body, model))
+            keys = ring()
+            state = None
+            if body.stream_state is not None:
+                state = decode_state(verify(keys, body.stream_state, settings.max_state_chars))
+            chunks, state = run_stream(body, model, state, settings.state_ttl_seconds)
+            token = sign(keys, encode_state(state))
+            if isinstance(body, _BATCHES):
+                return json_response({"chunks": chunks, "stream_state": token})
+            return json_response({"chunk": chunks[0], "stream_state": token})
         except SchemaError as exc:
             return json_response(schema_error_body(exc.errors), 400)
         except DerenderError as exc:
@@ -125,24 +161,21 @@ def create_app(settings: Settings | None = None, registry: ModelRegistry | None 
             return json_response(envelope("internal error", "InternalServerError", 500), 500)
 
     def chat(body: Any, model: ServedModel) -> JSON:
-        if isinstance(body, DerenderChatRequest):
-            return derender_chat(body, model, settings.max_n_sequences)
-        raise DerenderError("streaming chat derender is not available yet")
+        return derender_chat(body, model, settings.max_n_sequences)
 
     def completion(body: Any, model: ServedModel) -> JSON:
-        if isinstance(body, DerenderCompletionRequest):
-            return derender_completion(body, model, settings.max_n_sequences)
-        raise DerenderError("streaming completions derender is not available yet")
+        return derender_completion(body, model, settings.max_n_sequences)
 
     @app.post(CHAT_PATH)
     async def chat_derender(request: Request) -> Response:
         """Chat completion (or, with ``stream: true``, one chunk) from engine token ids."""
-        return await handle(request, _CHAT_BODY, chat)
+        return await handle(request, _CHAT_BODY, _CHAT_BATCH, chat, derender_chat_stream)
 
     @app.post(COMPLETIONS_PATH)
     async def completions_derender(request: Request) -> Response:
         """Text completion (or, with ``stream: true``, one chunk) from engine token ids."""
-        return await handle(request, _COMPLETION_BODY, completion)
+        return await handle(request, _COMPLETION_BODY, _COMPLETION_BATCH, completion,
+                            derender_completion_stream)
 
     @app.get("/health")
     async def health() -> Response:

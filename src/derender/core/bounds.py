@@ -51,15 +51,12 @@ def check_prompt_length(ids: Sequence[int] | None, info: ModelInfo) -> None:
 
 
 def check_token_range(ids: Sequence[int] | None, vocab_size: int, where: str) -> None:
-    """Refuse ids the tokenizer does not have (vLLM decodes them as empty text).
-
-    Negative ids are refused with the message vLLM gives for them.
-    """
+    """Refuse ids the tokenizer does not have (vLLM decodes them as empty text)."""
     if not ids:
         return
     low, high = min(ids), max(ids)
     if low < 0:
-        raise BadRequestError("number too small to fit in target type")
+        raise BadRequestError(f"token id {low} in {where} is negative.")
     if high >= vocab_size:
         raise BadRequestError(f"token id {high} in {where} is out of range: the model's vocabulary "
                          f"has {vocab_size} ids (0 to {vocab_size - 1}).")
@@ -70,4 +67,6 @@ def check_logprob_range(logprobs: GenerateLogProbs | None, vocab_size: int, wher
         return
     ids = [i for entry in logprobs.content
            for i in (entry.token_id, *(c.token_id for c in entry.top_logprobs))]
+    if min(ids) < 0:  # vLLM's own words for it (its tokenizer binding's message)
+        raise BadRequestError("number too small to fit in target type")
     check_token_range(ids, vocab_size, f"{where} logprobs")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from typing import Any
 
 from derender.core.bounds import (
@@ -16,7 +17,22 @@ from derender.core.errors import BadRequestError
 from derender.core.logprobs import chat_logprobs, resolve_logprobs
 from derender.core.registry import ServedModel
 from derender.core.sequence import decode_settings, sequence_text
-from derender.protocol import ChatRequest, DerenderChatRequest
+from derender.core.stream_state import StreamState
+from derender.core.streaming import (
+    ChoiceStep,
+    StreamSettings,
+    run_stream,
+    stream_chunks,
+    stream_usage,
+)
+from derender.core.usage import usage
+from derender.protocol import (
+    ChatRequest,
+    DerenderChatRequest,
+    DerenderChatStreamBatchRequest,
+    DerenderChatStreamRequest,
+    GenerateTokensStreamResponse,
+)
 
 JSON = dict[str, Any]
 
@@ -103,8 +119,53 @@ def derender_chat(body: DerenderChatRequest, model: ServedModel, max_n_sequences
     }
 
 
-def usage(prompt_tokens: int, completion_tokens: int) -> JSON:
-    """OpenAI usage object; the details are never known to derender."""
-    return {"prompt_tokens": prompt_tokens, "total_tokens": prompt_tokens + completion_tokens,
-            "completion_tokens": completion_tokens, "prompt_tokens_details": None,
-            "completion_tokens_details": None}
+
+def derender_chat_stream(
+    body: DerenderChatStreamRequest | DerenderChatStreamBatchRequest,
+    model: ServedModel,
+    state: StreamState | None,
+    ttl_seconds: int,
+) -> tuple[list[JSON], StreamState]:
+    """One ``chat.completion.chunk`` per engine chunk, and the state to continue from."""
+    info = model.info
+    if info.has_parser and body.chat_request is None:
+        raise BadRequestError(PARSER_NEEDS_CHAT_REQUEST)
+    request = body.chat_request
+    settings = StreamSettings("chat", model, decode_settings(request),
+                              chat_top_logprobs(request), ttl_seconds)
+    return_ids = bool(request and request.return_token_ids)
+    name = body.model or info.name
+
+    def render(chunk: GenerateTokensStreamResponse, step: ChoiceStep | None,
+               state: StreamState) -> tuple[JSON, StreamState]:
+        choices: list[JSON] = []
+        if step is not None:
+            logprobs = None
+            if step.logprobs is not None or step.logprobs_null_content:
+                logprobs = chat_logprobs(step.logprobs)
+            choices.append({
+                "index": step.index,
+                "delta": {"role": None if state.role_sent else "assistant",
+                          "content": step.text or None, "reasoning": None},
+                "logprobs": logprobs,
+                "finish_reason": step.finish_reason,
+                "stop_reason": step.stop_reason,
+                "token_ids": step.token_ids if return_ids else None,
+                "weight_versions": None,
+            })
+            state = replace(state, role_sent=True)
+        return {
+            "id": chunk.request_id,
+            "object": "chat.completion.chunk",
+            "created": state.issued_at,
+            "model": name,
+            "choices": choices,
+            "usage": stream_usage(chunk.usage, body.prompt_tokens),
+            "system_fingerprint": None,
+            "prompt_token_ids": chunk.prompt_token_ids if return_ids else None,
+            "prompt_text": None,
+            "metrics": None if chunk.metrics is None else chunk.metrics.model_dump(),
+            "kv_transfer_params": None,
+        }, state
+
+    return run_stream(settings, state, stream_chunks(body), body.prompt_token_ids, render)

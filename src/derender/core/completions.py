@@ -12,13 +12,27 @@ from derender.core.bounds import (
     check_response_bounds,
     check_token_range,
 )
-from derender.core.chat import usage
 from derender.core.detokenizer import seed_window
 from derender.core.errors import BadRequestError
 from derender.core.logprobs import completion_logprobs, resolve_logprobs
 from derender.core.registry import ServedModel
 from derender.core.sequence import decode_settings, sequence_text
-from derender.protocol import CompletionRequest, DerenderCompletionRequest
+from derender.core.stream_state import StreamState
+from derender.core.streaming import (
+    ChoiceStep,
+    StreamSettings,
+    run_stream,
+    stream_chunks,
+    stream_usage,
+)
+from derender.core.usage import usage
+from derender.protocol import (
+    CompletionRequest,
+    DerenderCompletionRequest,
+    DerenderCompletionStreamBatchRequest,
+    DerenderCompletionStreamRequest,
+    GenerateTokensStreamResponse,
+)
 
 JSON = dict[str, Any]
 
@@ -105,3 +119,50 @@ def derender_completion(body: DerenderCompletionRequest, model: ServedModel,
         "ec_transfer_params": None,
         "metrics": None if metrics is None else metrics.model_dump(),
     }
+
+
+def derender_completion_stream(
+    body: DerenderCompletionStreamRequest | DerenderCompletionStreamBatchRequest,
+    model: ServedModel,
+    state: StreamState | None,
+    ttl_seconds: int,
+) -> tuple[list[JSON], StreamState]:
+    """One ``text_completion`` chunk per engine chunk, and the state to continue from."""
+    info = model.info
+    request = body.completion_request
+    check_prompt_length(body.prompt_token_ids, info)
+    settings = StreamSettings("completions", model, decode_settings(request),
+                              completion_keep(request), ttl_seconds)
+    return_ids = bool(request and request.return_token_ids)
+    name = body.model or info.name
+
+    def render(chunk: GenerateTokensStreamResponse, step: ChoiceStep | None,
+               state: StreamState) -> tuple[JSON, StreamState]:
+        choices: list[JSON] = []
+        if step is not None:
+            logprobs = None
+            if step.logprobs is not None or step.logprobs_null_content:
+                logprobs, _ = completion_logprobs(step.logprobs or [], step.text_offset)
+            choices.append({
+                "index": step.index,
+                "text": step.text,
+                "logprobs": logprobs,
+                "finish_reason": step.finish_reason,
+                "stop_reason": step.stop_reason,
+                "prompt_token_ids": chunk.prompt_token_ids if return_ids else None,
+                "token_ids": step.token_ids if return_ids else None,
+                "weight_versions": None,
+            })
+        return {
+            "id": chunk.request_id,
+            "object": "text_completion",
+            "created": state.issued_at,
+            "model": name,
+            "choices": choices,
+            "usage": stream_usage(chunk.usage, body.prompt_tokens),
+            "system_fingerprint": None,
+            "metrics": None if chunk.metrics is None else chunk.metrics.model_dump(),
+            "kv_transfer_params": None,
+        }, state
+
+    return run_stream(settings, state, stream_chunks(body), body.prompt_token_ids, render)

@@ -85,7 +85,7 @@ def find_stop_string(text: str, tail_len: int, candidates: Sequence[str]
 
     Returns ``(start, end, string)``; ties on the end go to the earlier candidate.
     """
-    if tail_len == 0:
+    if tail_len <= 0:
         return None
     best: tuple[int, int, str] | None = None
     for candidate in candidates:
@@ -102,3 +102,15 @@ def cut_at_stop_string(text: str, match: tuple[int, int, str], include: bool) ->
     """The text up to the match, keeping the stop string only when ``include``."""
     start, end, _ = match
     return text[:end] if include else text[:start]
+
+
+def held_prefix_len(text: str, candidates: Sequence[str]) -> int:
+    """Length of the longest suffix of ``text`` that is a proper prefix of a candidate: text
+    that must wait, because the next characters could complete a stop string."""
+    longest = 0
+    for candidate in candidates:
+        for size in range(min(len(candidate) - 1, len(text)), longest, -1):
+            if text.endswith(candidate[:size]):
+                longest = size
+                break
+    return longest

@@ -1,0 +1,36 @@
+"""Where the stream-state key ring comes from: configuration, or a development key."""
+
+from __future__ import annotations
+
+import logging
+import secrets
+
+from derender.core.errors import DerenderError
+from derender.core.state_token import KeyRing
+from derender.settings import SIGNING_KEYS, Settings
+
+log = logging.getLogger("derender")
+
+
+class SigningKeyMissingError(DerenderError):
+    """503: streaming needs a signing key and none is configured."""
+
+    status = 503
+    error_type = "ServiceUnavailableError"
+
+
+def key_ring(settings: Settings) -> KeyRing:
+    """The configured ring; locally a random development key (said loudly), on Lambda none.
+
+    A development key lives only as long as the process: streams cannot move between
+    processes, and every restart invalidates the streams in flight.
+    """
+    if settings.signing_keys:
+        return KeyRing.parse(settings.signing_keys)
+    if settings.on_lambda:
+        raise SigningKeyMissingError(
+            f"streaming is disabled: no stream-state signing key is configured ({SIGNING_KEYS})")
+    log.warning("%s is not set: signing stream states with a random development key. "
+                "Streams will not survive a restart or span several processes; set "
+                "%s=id:secret for anything but local development.", SIGNING_KEYS, SIGNING_KEYS)
+    return KeyRing(current="dev", keys={"dev": secrets.token_bytes(32)})

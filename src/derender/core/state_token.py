@@ -1,0 +1,97 @@
+"""The signed ``stream_state`` token: the only memory a stream has between calls.
+
+Layout (then URL-safe base64 without padding)::
+
+    version (1 byte) | key id length (1 byte) | key id | payload | HMAC-SHA256 (32 bytes)
+
+The MAC covers everything before it and is checked, in constant time, before any byte of the
+payload is read. The payload is the state codec's compact binary encoding
+(``derender.core.stream_state``). A key ring verifies tokens signed by any of its keys and
+signs with its current one, so keys rotate without breaking streams in flight.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import hmac
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from derender.core.errors import BadRequestError
+
+VERSION = 1
+MAC_BYTES = 32
+_KEY_ID = re.compile(r"^[A-Za-z0-9_.-]{1,32}$")
+
+NOT_A_TOKEN = ("stream_state must be the token returned by the previous call of this stream "
+               "(a string); omit it on the first call")
+
+
+@dataclass(frozen=True)
+class KeyRing:
+    """Signing keys by id; ``current`` signs, every key verifies."""
+
+    current: str
+    keys: Mapping[str, bytes]
+
+    def __post_init__(self) -> None:
+        if self.current not in self.keys:
+            raise ValueError(f"current key id {self.current!r} is not in the key ring")
+        for key_id, secret in self.keys.items():
+            if not _KEY_ID.match(key_id):
+                raise ValueError(f"key id {key_id!r} must be 1-32 of A-Z a-z 0-9 _ . -")
+            if len(secret) < 16:
+                raise ValueError(f"key {key_id!r} is shorter than 16 bytes")
+
+    @classmethod
+    def parse(cls, spec: str) -> KeyRing:
+        """``id:secret,id:secret,...``; the first entry is the current signing key."""
+        keys: dict[str, bytes] = {}
+        for entry in (e.strip() for e in spec.split(",")):
+            if not entry:
+                continue
+            key_id, sep, secret = entry.partition(":")
+            if not sep or not secret:
+                raise ValueError("signing keys must be written id:secret[,id:secret...]")
+            keys[key_id.strip()] = secret.strip().encode("utf-8")
+        if not keys:
+            raise ValueError("no signing key given")
+        return cls(current=next(iter(keys)), keys=keys)
+
+
+def sign(ring: KeyRing, payload: bytes) -> str:
+    key_id = ring.current.encode("ascii")
+    head = bytes([VERSION, len(key_id)]) + key_id + payload
+    mac = hmac.new(ring.keys[ring.current], head, hashlib.sha256).digest()
+    return base64.urlsafe_b64encode(head + mac).rstrip(b"=").decode("ascii")
+
+
+def verify(ring: KeyRing, token: object, max_chars: int) -> bytes:
+    """The payload of a token this ring signed; BadRequestError for anything else."""
+    if not isinstance(token, str):
+        raise BadRequestError(NOT_A_TOKEN)
+    if len(token) > max_chars:
+        raise BadRequestError(f"stream_state is {len(token)} characters, more than the "
+                              f"{max_chars} allowed")
+    try:
+        raw = base64.b64decode(token + "=" * (-len(token) % 4), altchars=b"-_", validate=True)
+    except (binascii.Error, ValueError):
+        raise BadRequestError("stream_state is not a valid token (bad encoding)") from None
+    if base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii") != token:
+        raise BadRequestError("stream_state is not a valid token (bad encoding)")
+    if len(raw) < 2 + MAC_BYTES or raw[0] != VERSION:
+        raise BadRequestError("stream_state is not a valid token (unknown version)")
+    id_len = raw[1]
+    if len(raw) < 2 + id_len + MAC_BYTES:
+        raise BadRequestError("stream_state is not a valid token (truncated)")
+    key_id = raw[2:2 + id_len].decode("ascii", "replace")
+    secret = ring.keys.get(key_id)
+    if secret is None:
+        raise BadRequestError("stream_state was signed with an unknown key")
+    head, mac = raw[:-MAC_BYTES], raw[-MAC_BYTES:]
+    if not hmac.compare_digest(hmac.new(secret, head, hashlib.sha256).digest(), mac):
+        raise BadRequestError("stream_state signature does not match: the token was altered")
+    return head[2 + id_len:]

@@ -1,0 +1,232 @@
+"""Streaming derender: one engine chunk (of one choice) in, one OpenAI chunk out.
+
+Each call resumes from a ``StreamState`` and returns the next one; the app carries it in the
+signed token. The text machinery is the non-streaming one (``detokenize``, stop-token
+dropping), so for any split of a sequence into chunks the concatenated text equals the
+non-streaming text. Stop strings work while streaming: text that could begin a stop string
+is held back in the state until the next characters decide.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Literal
+
+from derender.core.bounds import check_logprob_range, check_token_range
+from derender.core.detokenizer import detokenize, seed_window
+from derender.core.errors import BadRequestError
+from derender.core.logprobs import CONTEXT_IDS, Resolved, resolve_logprobs
+from derender.core.registry import ServedModel
+from derender.core.sequence import DecodeSettings
+from derender.core.stops import (
+    StopReason,
+    cut_at_stop_string,
+    drop_stop_token,
+    find_stop_string,
+    held_prefix_len,
+    stop_string_candidates,
+)
+from derender.core.stream_state import StopProgress, StreamState, fingerprint
+from derender.core.usage import usage
+from derender.protocol import GenerateStreamChoice, GenerateTokensStreamResponse, GenerateUsage
+
+JSON = dict[str, Any]
+Route = Literal["chat", "completions"]
+
+NOT_THIS_STREAM = "stream_state does not belong to this stream"
+
+
+@dataclass(frozen=True, slots=True)
+class StreamSettings:
+    """What a stream's requests say about how to derender it (the same on every call)."""
+
+    route: Route
+    model: ServedModel
+    decode: DecodeSettings
+    keep: int | None
+    """Logprob candidates kept per position (None: all)."""
+    ttl_seconds: int
+
+    def binding(self, chunk: GenerateTokensStreamResponse) -> bytes:
+        """Fingerprint of route, model, request id and decode settings.
+
+        A chunk without its own ``request_id`` (the engine always sends one) binds to none.
+        """
+        stops = self.decode.stops
+        request_id = chunk.request_id if "request_id" in chunk.model_fields_set else None
+        return fingerprint(
+            self.route, self.model.info.name, self.model.vocab.size, request_id,
+            self.decode.skip_special, stops.has_request, stops.stop,
+            sorted(stops.stop_token_ids), stops.ignore_eos, stops.include_stop_str_in_output,
+            stops.min_tokens, self.keep,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ChoiceStep:
+    """What one chunk's choice became."""
+
+    index: int
+    text: str
+    finish_reason: str | None
+    stop_reason: StopReason
+    logprobs: list[Resolved] | None
+    """Resolved positions, or None when the engine sent no logprobs."""
+    logprobs_null_content: bool
+    """The engine sent ``logprobs: {"content": null}``."""
+    text_offset: int
+    """Completions: ``text_offset`` of this chunk's first logprob token."""
+    token_ids: list[int]
+
+
+def open_stream(settings: StreamSettings, state: StreamState | None,
+                chunk: GenerateTokensStreamResponse, prompt_ids: Sequence[int] | None,
+                now: int | None = None) -> StreamState:
+    """The state to continue from: checked against this stream, or a fresh seeded one."""
+    now = int(time.time()) if now is None else now
+    binding = settings.binding(chunk)
+    if state is None:
+        vocab = settings.model.vocab
+        seed = prompt_ids if prompt_ids is not None else chunk.prompt_token_ids
+        check_token_range(seed, vocab.size, "prompt_token_ids")
+        window = seed_window(vocab, seed, settings.decode.skip_special)
+        return StreamState(fingerprint=binding, issued_at=now, window=window,
+                           stop=StopProgress(head_chars=0 if settings.decode.stops.min_tokens
+                                             <= 0 else None))
+    if state.fingerprint != binding:
+        raise BadRequestError(NOT_THIS_STREAM)
+    if now > state.issued_at + settings.ttl_seconds:
+        raise BadRequestError(f"stream_state expired: streams may last "
+                              f"{settings.ttl_seconds} seconds from their first chunk")
+    return state
+
+
+def single_choice(chunk: GenerateTokensStreamResponse, route: Route
+                  ) -> GenerateStreamChoice | None:
+    """The chunk's choice; a stream call carries at most one."""
+    if len(chunk.choices) > 1:
+        if route == "chat":
+            raise BadRequestError("derender_chat_stream expects at most one choice per chunk "
+                                  f"(got {len(chunk.choices)}).")
+        raise BadRequestError("derender_completion_stream expects at most one choice per chunk")
+    return chunk.choices[0] if chunk.choices else None
+
+
+def advance(settings: StreamSettings, state: StreamState, choice: GenerateStreamChoice
+            ) -> tuple[ChoiceStep, StreamState]:
+    """Derender one choice chunk from ``state``."""
+    vocab = settings.model.vocab
+    stops = settings.decode.stops
+    if state.choice_index is not None and state.choice_index != choice.index:
+        raise BadRequestError(NOT_THIS_STREAM)
+    ids = list(choice.token_ids or [])
+    check_token_range(ids, vocab.size, f"choice {choice.index}")
+    check_logprob_range(choice.logprobs, vocab.size, f"choice {choice.index}")
+
+    finish = choice.finish_reason
+    kept, stop_reason = drop_stop_token(vocab, ids, finish, choice.stop_reason, stops)
+    progress = state.stop
+    window = state.window
+    if progress.stopped:
+        text, finish, stop_reason = "", None, None
+    else:
+        head_n = max(0, min(len(kept), stops.min_tokens - state.tokens_seen))
+        head, window = detokenize(vocab, window, kept[:head_n], settings.decode.skip_special)
+        tail, window = detokenize(vocab, window, kept[head_n:], settings.decode.skip_special)
+        head_chars = progress.head_chars
+        if head_chars is None and state.tokens_seen + len(kept) >= stops.min_tokens:
+            head_chars = progress.text_chars + len(head)
+        text, progress, matched = _hold_or_cut(
+            progress, head + tail, head_chars, settings,
+            stops.stop if finish is None else stop_string_candidates(finish, choice.stop_reason,
+                                                                     stops),
+            final=finish is not None)
+        if matched is not None:
+            finish, stop_reason = finish or "stop", matched
+
+    positions: list[Resolved] | None = None
+    offset = state.text_offset
+    if choice.logprobs is not None and choice.logprobs.content is not None:
+        positions, _ = resolve_logprobs(vocab, choice.logprobs, settings.keep,
+                                        state.logprob_context)
+    advance_by = sum(len(p.token) for p in positions) if positions else len(text)
+    step = ChoiceStep(
+        index=choice.index, text=text, finish_reason=finish, stop_reason=stop_reason,
+        logprobs=positions,
+        logprobs_null_content=choice.logprobs is not None and choice.logprobs.content is None,
+        text_offset=offset, token_ids=ids,
+    )
+    return step, replace(
+        state, choice_index=choice.index, window=window, stop=progress,
+        logprob_context=(*state.logprob_context, *ids)[-CONTEXT_IDS:],
+        text_offset=offset + advance_by if settings.route == "completions" else state.text_offset,
+        tokens_seen=state.tokens_seen + len(ids),
+    )
+
+
+def _hold_or_cut(progress: StopProgress, new_text: str, head_chars: int | None,
+                 settings: StreamSettings, candidates: tuple[str, ...], final: bool
+                 ) -> tuple[str, StopProgress, str | None]:
+    """Apply stop strings to the text produced so far: cut at a match that ends after the
+    ``min_tokens`` head, else hold back what could start one (flushed at the finish)."""
+    buffer = progress.held + new_text
+    start = progress.text_chars - len(progress.held)
+    text_chars = progress.text_chars + len(new_text)
+    if head_chars is not None and candidates:
+        match = find_stop_string(buffer, start + len(buffer) - head_chars, candidates)
+        if match is not None:
+            cut = cut_at_stop_string(buffer, match,
+                                     settings.decode.stops.include_stop_str_in_output)
+            return cut, StopProgress("", text_chars, head_chars, stopped=True), match[2]
+    hold = 0 if final else held_prefix_len(buffer, settings.decode.stops.stop)
+    emitted, held = buffer[:len(buffer) - hold], buffer[len(buffer) - hold:]
+    return emitted, StopProgress(held, text_chars, head_chars), None
+
+
+def stream_usage(chunk_usage: GenerateUsage | None, prompt_tokens: int | None) -> JSON | None:
+    """Usage of a chunk that reports it: the request's prompt count wins over the engine's."""
+    if chunk_usage is None:
+        return None
+    prompt = prompt_tokens if prompt_tokens is not None else chunk_usage.prompt_tokens or 0
+    return usage(prompt, chunk_usage.completion_tokens or 0)
+
+
+Render = Callable[[GenerateTokensStreamResponse, ChoiceStep | None, StreamState],
+                  tuple[JSON, StreamState]]
+
+
+def run_stream(settings: StreamSettings, state: StreamState | None,
+               chunks: Sequence[GenerateTokensStreamResponse], prompt_ids: Sequence[int] | None,
+               render: Render) -> tuple[list[JSON], StreamState]:
+    """Derender consecutive chunks of one stream; the same as one call per chunk."""
+    out: list[JSON] = []
+    info = settings.model.info
+    for chunk in chunks:
+        current = open_stream(settings, state, chunk, prompt_ids)
+        choice = single_choice(chunk, settings.route)
+        step = None
+        after = current
+        if choice is not None:
+            delta = len(choice.token_ids or ())
+            prompt_len = len(prompt_ids or ())
+            if prompt_len + current.tokens_seen + delta > info.max_model_len:
+                raise BadRequestError(
+                    f"prompt_token_ids length ({prompt_len}) plus output_token_ids length "
+                    f"({current.tokens_seen}) plus delta ({delta}) exceeds max_model_len "
+                    f"({info.max_model_len}).")
+            step, after = advance(settings, current, choice)
+        body, state = render(chunk, step, after)
+        out.append(body)
+    if state is None:
+        raise BadRequestError("generate_chunks must not be empty")
+    return out, state
+
+
+def stream_chunks(body: Any) -> list[GenerateTokensStreamResponse]:
+    """The engine chunks of a stream call: ``generate_chunks`` (batched) or ``generate_chunk``."""
+    chunks = getattr(body, "generate_chunks", None)
+    if chunks is not None:
+        return list(chunks)
+    return [body.generate_chunk]
