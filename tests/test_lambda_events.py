@@ -9,7 +9,6 @@ never reaches the text), and the error envelopes are those of vLLM 0.33.
 from __future__ import annotations
 
 import base64
-import binascii
 import importlib
 import json
 import sys
@@ -233,12 +232,28 @@ def _with_body(name: str, body: str) -> dict[str, Any]:
     return event
 
 
-@pytest.mark.xfail(strict=True, raises=binascii.Error,
-                   reason="Mangum base64-decodes the body before the app runs and lets "
-                          "binascii.Error escape: Lambda reports an invocation error (API "
-                          "Gateway answers 500/502) instead of a 400 envelope")
 def test_bad_base64_body_is_a_400(handlers: dict[str, Handler]) -> None:
     event = _with_body("http-api-v2.chat.base64", "eyJtb2RlbCI")  # 11 characters: bad padding
     response, body = invoke(handlers["chat_completions"], event)
     assert response["statusCode"] == 400
     assert body["error"]["type"] == "Bad Request"
+    assert body["error"]["code"] == 400
+    assert "base64" in body["error"]["message"]
+
+
+@pytest.mark.parametrize("mutate", [
+    pytest.param(lambda e: {**e, "headers": None}, id="null-headers"),
+    pytest.param(lambda e: {**e, "body": '{"model": "\ud800"}', "isBase64Encoded": False},
+                 id="text-body-escaped-surrogate"),
+    pytest.param(lambda e: {**e, "body": "{\"model\": \"\ud800\"}", "isBase64Encoded": False},
+                 id="text-body-lone-surrogate"),
+    pytest.param(lambda e: {"foo": "bar"}, id="not-an-http-event"),
+])
+def test_odd_events_get_an_envelope_not_a_crash(handlers: dict[str, Handler],
+                                                mutate: Callable[[dict[str, Any]],
+                                                                 dict[str, Any]]) -> None:
+    event = mutate(json.loads((EVENTS / "http-api-v2.chat.json").read_text()))
+    response, body = invoke(handlers["chat_completions"], event)
+    assert 400 <= response["statusCode"] < 500
+    assert set(body["error"]) == {"message", "type", "param", "code"}
+    assert body["error"]["code"] == response["statusCode"]

@@ -1,11 +1,10 @@
-"""Lambda entry point for ``POST /v1/completions/derender``: the app behind Mangum.
+"""Lambda entry point for ``POST /v1/completions/derender``.
 
-Built once per container, at import, and reused by every invocation it serves. Models come
-from ``DERENDER_MODELS_DIR`` (on Lambda the tokenizer layer at ``/opt/tokenizers``).
+Built once per container, at import (the default model is loaded then, during init), and
+reused by every invocation. Models come from ``DERENDER_MODELS_DIR`` (on Lambda the
+tokenizer layer at ``/opt/tokenizers``).
 """
 
-from mangum import Mangum
+from derender.lambda_adapter import LambdaHandler
 
-from derender.app.main import create_app
-
-handler = Mangum(create_app(), lifespan="off")
+handler = LambdaHandler()

@@ -118,6 +118,7 @@ def create_app(settings: Settings | None = None, registry: ModelRegistry | None 
     registry = registry or ModelRegistry(settings.models_dir, settings.default_model)
     app = FastAPI(title="derender", version="0.1.0",
                   description="Token ids from a generate engine back into OpenAI responses.")
+    app.state.registry = registry
 
     rings: list[KeyRing] = []
 

@@ -1,0 +1,65 @@
+"""The Lambda entry: Mangum around the app, and a 400 for events Mangum cannot read.
+
+Mangum decodes the event before the app sees anything; a body that is not valid base64, a
+text body that is not valid UTF-8, or ``"headers": null`` make it raise, which API Gateway
+would turn into a bare 500/502. Those are bad requests, so they get vLLM's envelope here.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from fastapi import FastAPI
+from mangum import Mangum
+
+from derender.app.errors import envelope
+from derender.app.main import create_app
+
+log = logging.getLogger("derender")
+
+LambdaEvent = dict[str, Any]
+LambdaResponse = dict[str, Any]
+
+
+def _normalize(event: LambdaEvent) -> LambdaEvent:
+    """Fill the optional maps API Gateway may send as null."""
+    fixed = dict(event)
+    for key in ("headers", "multiValueHeaders", "queryStringParameters",
+                "multiValueQueryStringParameters"):
+        if key in fixed and fixed[key] is None:
+            fixed[key] = {}
+    return fixed
+
+
+def _bad_event(reason: str) -> LambdaResponse:
+    body = json.dumps(envelope(f"The request could not be read: {reason}", "Bad Request", 400),
+                      separators=(",", ":"))
+    return {"statusCode": 400, "headers": {"content-type": "application/json"},
+            "multiValueHeaders": {}, "body": body, "isBase64Encoded": False}
+
+
+class LambdaHandler:
+    """``handler(event, context)`` for API Gateway (REST 1.0, HTTP 2.0) and Function URLs."""
+
+    def __init__(self, app: FastAPI | None = None, warm: bool = True) -> None:
+        self.app = app or create_app()
+        if warm:  # load the default model during init, not on the first request
+            self.app.state.registry.get(None)
+        self._mangum = Mangum(self.app, lifespan="off")
+
+    def __call__(self, event: LambdaEvent, context: Any) -> LambdaResponse:
+        if not isinstance(event, dict):
+            return _bad_event("the event is not a JSON object")
+        try:
+            response: LambdaResponse = self._mangum(_normalize(event), context)
+        except UnicodeError:
+            return _bad_event("the body is not valid UTF-8")
+        except ValueError as exc:  # binascii.Error: a base64 body that does not decode
+            log.warning("unreadable Lambda event: %s", exc)
+            return _bad_event("the body is not valid base64")
+        except (AttributeError, KeyError, TypeError, RuntimeError) as exc:
+            log.warning("unreadable Lambda event: %r", exc)
+            return _bad_event("the event is not an API Gateway or Function URL request")
+        return response
