@@ -1,0 +1,82 @@
+"""The client helper replays recorded vLLM streams: engine SSE lines in, OpenAI chunks out."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import httpx
+import pytest
+
+from derender.client import DerenderError, astream_derender, parse_sse, stream_derender
+from tests.conftest import FIXTURES, load_case
+from tests.openai_types import check_openai_chunk
+from tests.test_conformance import normalize
+
+CASES = ["047-chat-stream-one-basic-gpt2", "061-chat-stream-n2-mistral-7b",
+         "062-comp-stream-n3-gpt2", "056-comp-stream-8-logprobs-split-qwen3"]
+
+
+def _engine_lines(case: dict[str, Any]) -> list[str]:
+    """The engine's SSE stream as /inference/v1/generate sends it, [DONE] included."""
+    lines = [f"data: {json.dumps(chunk['generate_chunk'])}\n" for chunk in case["chunks"]]
+    return [*lines, "data: [DONE]\n"]
+
+
+def _session_fields(case: dict[str, Any]) -> dict[str, Any]:
+    first = case["chunks"][0]
+    route = "chat" if "chat" in case["endpoint"] else "completions"
+    request_key = "chat_request" if route == "chat" else "completion_request"
+    return {"route": route, "model": first.get("model"),
+            "prompt_token_ids": first.get("prompt_token_ids"),
+            "prompt_tokens": first.get("prompt_tokens"), request_key: first.get(request_key)}
+
+
+def _expected(case: dict[str, Any]) -> list[Any]:
+    return [normalize(call["response"])["chunk"] for call in case["calls"]]
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_sync_helper_replays_recorded_stream(name: str, client_for: Any) -> None:
+    case = load_case(FIXTURES / f"{name}.json")
+    client = client_for(case["model"])
+    got = list(stream_derender(_engine_lines(case), base_url="http://test", client=client,
+                               **_session_fields(case)))
+    assert [normalize({"chunk": c})["chunk"] for c in got] == _expected(case)
+    for chunk in got:
+        check_openai_chunk(chunk)
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_async_helper_replays_recorded_stream(name: str, client_for: Any) -> None:
+    case = load_case(FIXTURES / f"{name}.json")
+    app = client_for(case["model"]).app
+
+    async def run() -> list[dict[str, Any]]:
+        async def engine() -> Any:
+            for line in _engine_lines(case):
+                yield line
+
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://test") as http:
+            return [c async for c in astream_derender(engine(), base_url="http://test",
+                                                      client=http, **_session_fields(case))]
+
+    got = asyncio.run(run())
+    assert [normalize({"chunk": c})["chunk"] for c in got] == _expected(case)
+
+
+def test_refusal_raises_with_the_envelope(client_for: Any) -> None:
+    chunk = {"request_id": "r", "choices": [{"index": 0, "token_ids": [1]}]}
+    with pytest.raises(DerenderError) as caught:
+        list(stream_derender([chunk], base_url="http://test", client=client_for("gpt2"),
+                             model="no-such-model"))
+    assert caught.value.status == 404
+    assert caught.value.error["type"] == "NotFoundError"
+
+
+def test_parse_sse_ignores_comments_and_done() -> None:
+    assert parse_sse(": keep-alive") is None
+    assert parse_sse("data: [DONE]") is None
+    assert parse_sse(b'data: {"a": 1}\n') == {"a": 1}
