@@ -22,6 +22,10 @@ from derender.core.vocab import Vocabulary
 MANIFEST = "derender.json"
 DEFAULT_MAX_MODEL_LEN = 2048
 DEFAULT_MAX_LOGPROBS = 20
+REASONING_PARSERS: frozenset[str] = frozenset()
+"""Reasoning parsers this build implements (manifest ``reasoning_parser``)."""
+TOOL_PARSERS: frozenset[str] = frozenset()
+"""Tool-call parsers this build implements (manifest ``tool_parser``)."""
 _LENGTH_KEYS = ("max_position_embeddings", "n_positions", "max_seq_len", "seq_length",
                 "max_target_positions", "max_sequence_length", "n_ctx")
 """``config.json`` keys that bound the context, as vLLM reads them (the smallest wins)."""
@@ -69,6 +73,11 @@ def read_model_info(folder: Path) -> ModelInfo:
     manifest = _read_json(folder / MANIFEST)
     config = _read_json(folder / "config.json")
     names = manifest.get("served_names") or [folder.name]
+    for key, known in (("reasoning_parser", REASONING_PARSERS), ("tool_parser", TOOL_PARSERS)):
+        name = manifest.get(key)
+        if name is not None and name not in known:
+            raise RuntimeError(f"{folder / MANIFEST}: {key} {name!r} is not implemented "
+                               f"(available: {', '.join(sorted(known)) or 'none yet'})")
     lengths = [v for k in _LENGTH_KEYS if isinstance(v := config.get(k), int) and v > 0]
     max_len = manifest.get("max_model_len") or min(lengths, default=None)
     return ModelInfo(
@@ -106,7 +115,7 @@ class ModelRegistry:
                 self._by_name[name] = info
         if default_model is not None and default_model not in self._by_name:
             raise RuntimeError(f"default model {default_model!r} is not a served name "
-                               f"(served: {', '.join(self.names)})")
+                               f"(served: {', '.join(self._by_name)})")
         self._default = self._by_name[default_model] if default_model else self._infos[0]
         self._loaded: dict[Path, ServedModel] = {}
         self._lock = threading.Lock()

@@ -1,0 +1,96 @@
+"""Model registry: folders, manifests, served names, defaults (expected values from the
+fixture corpus README's model table and design.md §3)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from derender.core.errors import NotFoundError
+from derender.core.registry import ModelRegistry, read_model_info
+from derender.settings import Settings
+from tests.conftest import model_folder, require_model, vocabulary
+
+# served name -> (primary EOS, generation_config EOS ids, max_model_len), fixture README table
+MODELS = {
+    "qwen3": (151645, {151645, 151643}, 40960),
+    "mistral-7b": (2, {2}, 32768),
+    "deepseek-v3": (1, {1}, 163840),
+    "gpt2": (50256, {50256}, 1024),
+    "llama3.1": (128009, {128001, 128008, 128009}, 131072),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_model_facts_match_the_recorded_servers(name: str) -> None:
+    require_model(name)
+    eos, model_eos, max_len = MODELS[name]
+    vocab = vocabulary(name)
+    assert vocab.eos_id == eos
+    assert vocab.model_eos_ids == model_eos
+    assert read_model_info(model_folder(name)).max_model_len == max_len
+
+
+def _copy(src: str, dest: Path, manifest: dict[str, object] | None = None) -> Path:
+    folder = dest / src
+    shutil.copytree(model_folder(src), folder)
+    if manifest is not None:
+        (folder / "derender.json").write_text(json.dumps(manifest))
+    return folder
+
+
+def test_manifest_names_default_and_404(tmp_path: Path) -> None:
+    _copy("gpt2", tmp_path, {"served_names": ["gpt-2", "gpt2-small"], "max_logprobs": 5})
+    _copy("mistral-7b", tmp_path)
+    registry = ModelRegistry(tmp_path)
+    assert registry.names == ["gpt-2", "gpt2-small", "mistral-7b"]
+    assert registry.info(None).name == "gpt-2"  # first folder by name
+    assert registry.info("").name == "gpt-2"
+    assert registry.info("gpt2-small").max_logprobs == 5
+    assert registry.info("mistral-7b").served_names == ("mistral-7b",)
+    with pytest.raises(NotFoundError) as caught:
+        registry.info("gpt2")
+    assert caught.value.message == ("The model `gpt2` does not exist. Valid aliases: gpt-2, "
+                                    "gpt2-small, mistral-7b.")
+    assert caught.value.param == "model"
+    other = ModelRegistry(tmp_path, default_model="mistral-7b")
+    assert other.info(None).name == "mistral-7b"
+    assert other.names[0] == "mistral-7b"
+    assert other.get("gpt-2") is other.get("gpt2-small")
+
+
+def test_configuration_mistakes_stop_start_up(tmp_path: Path) -> None:
+    _copy("gpt2", tmp_path, {"served_names": ["same"]})
+    _copy("mistral-7b", tmp_path, {"served_names": ["same"]})
+    with pytest.raises(RuntimeError, match="used by two model folders"):
+        ModelRegistry(tmp_path)
+    with pytest.raises(RuntimeError, match="no model folder"):
+        ModelRegistry(tmp_path / "missing")
+    single = tmp_path / "single"
+    single.mkdir()
+    _copy("gpt2", single)
+    with pytest.raises(RuntimeError, match="not a served name"):
+        ModelRegistry(single, default_model="gpt-4")
+    parsers = tmp_path / "parsers"
+    parsers.mkdir()
+    _copy("gpt2", parsers, {"tool_parser": "no-such-parser"})
+    with pytest.raises(RuntimeError, match="not implemented"):
+        ModelRegistry(parsers)
+
+
+def test_settings_from_environment(tmp_path: Path) -> None:
+    settings = Settings.from_env({"DERENDER_MODELS_DIR": str(tmp_path),
+                                  "DERENDER_DEFAULT_MODEL": "gpt2",
+                                  "DERENDER_MAX_N_SEQUENCES": "8",
+                                  "DERENDER_STATE_TTL_SECONDS": "60"})
+    assert settings.models_dir == tmp_path
+    assert settings.default_model == "gpt2"
+    assert settings.max_n_sequences == 8
+    assert settings.state_ttl_seconds == 60
+    assert not settings.on_lambda
+    assert Settings.from_env({"AWS_LAMBDA_FUNCTION_NAME": "f"}).on_lambda
+    with pytest.raises(ValueError, match="DERENDER_MAX_BODY_BYTES must be an integer"):
+        Settings.from_env({"DERENDER_MAX_BODY_BYTES": "lots"})
