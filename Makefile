@@ -25,7 +25,7 @@ run: $(READY)
 test: lint typecheck unit
 
 lint: $(READY)
-	$(BIN)/ruff check src tests bench functions
+	$(BIN)/ruff check src tests functions $(wildcard bench)
 
 typecheck: $(READY)
 	$(BIN)/mypy src functions
