@@ -23,7 +23,10 @@ from dataclasses import dataclass
 from derender.core.vocab import REPLACEMENT_CHAR, Vocabulary
 
 BLOCK = 512
-"""Ids per fast-path attempt: a block that needs the exact path costs at most this many steps."""
+"""Ids per fast-path attempt (a window's worth of memory and a bounded retry)."""
+
+EXACT_SPAN = 16
+"""Blocks this short that cannot take the fast path go straight to the exact path."""
 
 MAX_WINDOW = 64
 """Pieces the window may hold back. Only a run of this many tokens that never forms a valid
@@ -65,8 +68,8 @@ def seed_window(vocab: Vocabulary, prompt_ids: Sequence[int] | None, skip_specia
 def detokenize(vocab: Vocabulary, window: DecodeWindow, ids: Sequence[int], skip_special: bool
                ) -> tuple[str, DecodeWindow]:
     """Text the reference emits for ``ids`` after ``window``, and the window that follows."""
-    if skip_special:
-        special = vocab.special_ids
+    special = vocab.special_ids
+    if skip_special and not special.isdisjoint(ids):
         kept = [i for i in ids if i not in special]
     else:
         kept = list(ids)
@@ -78,10 +81,17 @@ def detokenize(vocab: Vocabulary, window: DecodeWindow, ids: Sequence[int], skip
 
 
 def _block(vocab: Vocabulary, window: DecodeWindow, block: list[int]) -> tuple[str, DecodeWindow]:
+    """Fast path for the block; if it does not apply, its halves (so only the few ids around
+    a U+FFFD take the exact path), down to ``EXACT_SPAN`` ids."""
     if vocab.fast_path:
         fast = _fast_block(vocab, window, block)
         if fast is not None:
             return fast
+        if len(block) > EXACT_SPAN:
+            half = len(block) // 2
+            head, window = _block(vocab, window, block[:half])
+            tail, window = _block(vocab, window, block[half:])
+            return head + tail, window
     return _exact_block(vocab, window, block)
 
 
