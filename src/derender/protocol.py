@@ -314,7 +314,9 @@ class DerenderCompletionRequest(_Model):
         return self
 
 
-class _ChatStreamFields(_Model):
+class _StreamFields(_Model):
+    """Fields every streaming call repeats, whatever the route."""
+
     stream: Literal[True]
     model: str | None = None
     stream_state: Any = None
@@ -323,6 +325,9 @@ class _ChatStreamFields(_Model):
     """Overrides ``usage.prompt_tokens`` of a usage chunk."""
     prompt_token_ids: PromptIds = None
     """Seeds the first call (fallback: the chunk's own)."""
+
+
+class _ChatStreamFields(_StreamFields):
     chat_request: ChatRequest | None = None
 
 
@@ -340,12 +345,7 @@ class DerenderChatStreamBatchRequest(_ChatStreamFields):
     """Consecutive chunks of one stream; the answer lists one OpenAI chunk per entry."""
 
 
-class _CompletionStreamFields(_Model):
-    stream: Literal[True]
-    model: str | None = None
-    stream_state: Any = None
-    prompt_tokens: int | None = None
-    prompt_token_ids: PromptIds = None
+class _CompletionStreamFields(_StreamFields):
     completion_request: CompletionRequest | None = None
 
 
