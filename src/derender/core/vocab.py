@@ -16,8 +16,8 @@ of ``tokenizer.json``, which marks many more added tokens (Llama 3's reserved to
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from tokenizers import Tokenizer
@@ -81,8 +81,6 @@ class Vocabulary:
     space_marker: str | None
     fast_path: bool
     """True when the decoder is prefix-consistent (see ``_PREFIX_CONSISTENT_DECODERS``)."""
-    skip_pieces: Sequence[str | None] = field(repr=False)
-    """Like ``pieces`` but ``None`` for special ids, for decoding with skip_special_tokens."""
 
     @property
     def size(self) -> int:
@@ -103,14 +101,6 @@ class Vocabulary:
         """``decode([id])`` for every id, in one call into the tokenizer."""
         return [str(s) for s in self.tokenizer.decode_batch([[i] for i in ids],
                                                             skip_special_tokens=False)]
-
-    def pieces_of(self, ids: Iterable[int], skip_special: bool) -> list[str]:
-        """Pieces of in-range ids, special ids left out when ``skip_special``."""
-        if skip_special:
-            table = self.skip_pieces
-            return [p for i in ids if (p := table[i]) is not None]
-        pieces = self.pieces
-        return [pieces[i] for i in ids]
 
     @classmethod
     def load(
@@ -153,9 +143,7 @@ class Vocabulary:
         if eos_id is not None:
             model_eos.add(eos_id)
 
-        skip_pieces: list[str | None] = list(pieces)
-        for index in special_ids:
-            skip_pieces[index] = None
+        decoders = _decoder_types(spec.get("decoder"))
         return cls(
             tokenizer=tokenizer,
             pieces=pieces,
@@ -163,7 +151,5 @@ class Vocabulary:
             eos_id=eos_id,
             model_eos_ids=frozenset(model_eos),
             space_marker=_space_marker(spec.get("pre_tokenizer")),
-            fast_path=bool(_decoder_types(spec.get("decoder")))
-            and _decoder_types(spec.get("decoder")) <= _PREFIX_CONSISTENT_DECODERS,
-            skip_pieces=skip_pieces,
+            fast_path=bool(decoders) and decoders <= _PREFIX_CONSISTENT_DECODERS,
         )
