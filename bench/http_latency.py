@@ -119,15 +119,20 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def start_ours(models_dir: Path, port: int, log_path: Path) -> tuple[subprocess.Popen[bytes], str]:
+def start_ours(models_dir: Path, port: int, log_path: Path,
+               extra_env: dict[str, str] | None = None,
+               launcher: list[str] | None = None) -> tuple[subprocess.Popen[bytes], str]:
+    """Our server; ``launcher`` replaces ``python -m uvicorn --factory ...create_app`` (the
+    host, port and ``--no-access-log`` flags follow it either way)."""
     if not port_free(port):
         chosen = free_port()
         print(f"note: port {port} is busy; starting our server on {chosen}", file=sys.stderr)
         port = chosen
-    env = dict(os.environ, DERENDER_MODELS_DIR=str(models_dir))
+    env = dict(os.environ, DERENDER_MODELS_DIR=str(models_dir), **(extra_env or {}))
     log = log_path.open("wb")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "uvicorn", "--factory", "derender.app.main:create_app",
+        [*(launcher or [sys.executable, "-m", "uvicorn", "--factory",
+                        "derender.app.main:create_app"]),
          "--host", "127.0.0.1", "--port", str(port), "--no-access-log"],
         env=env, stdout=log, stderr=subprocess.STDOUT,
     )
