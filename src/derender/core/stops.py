@@ -37,6 +37,13 @@ def normalize_stop(stop: str | Sequence[str] | None) -> tuple[str, ...]:
     return tuple(s for s in stop if s)
 
 
+def is_stop_token(vocab: Vocabulary, token: int, settings: StopSettings) -> bool:
+    """Whether a ``"stop"`` finish right after ``token`` would drop it (no reported reason)."""
+    honor_eos = not settings.has_request or not settings.ignore_eos
+    return token in settings.stop_token_ids or (honor_eos and (
+        token == vocab.eos_id or token in vocab.model_eos_ids))
+
+
 def drop_stop_token(
     vocab: Vocabulary,
     ids: Sequence[int],

@@ -50,6 +50,9 @@ class StreamState:
     text_offset: int = 0
     """Completions: ``text_offset`` of the next logprob token."""
     tokens_seen: int = 0
+    pending: int | None = None
+    """A last id that could be the stop token, its text held back until the next chunk says
+    whether the stream finished on it (the finish may come in a chunk of its own)."""
     stop: StopProgress = field(default_factory=StopProgress)
 
 
@@ -127,6 +130,7 @@ def encode_state(state: StreamState) -> bytes:
     w.ints(state.logprob_context)
     w.uint(state.text_offset)
     w.uint(state.tokens_seen)
+    w.uint(0 if state.pending is None else state.pending + 1)
     w.uint(state.stop.text_chars)
     w.uint(0 if state.stop.head_chars is None else state.stop.head_chars + 1)
     w.text(state.stop.held)
@@ -143,7 +147,8 @@ def decode_state(payload: bytes) -> StreamState:
         index = r.uint()
         window = DecodeWindow(r.ints(), r.uint())
         context = r.ints()
-        text_offset, tokens_seen, text_chars, head = r.uint(), r.uint(), r.uint(), r.uint()
+        text_offset, tokens_seen, pending = r.uint(), r.uint(), r.uint()
+        text_chars, head = r.uint(), r.uint()
         held = r.text()
     except (IndexError, ValueError, UnicodeDecodeError):
         raise BadRequestError("stream_state payload is malformed") from None
@@ -153,6 +158,7 @@ def decode_state(payload: bytes) -> StreamState:
         fingerprint=fp, issued_at=issued_at, choice_index=index - 1 if index else None,
         role_sent=bool(flags & _ROLE_SENT), window=window, logprob_context=context,
         text_offset=text_offset, tokens_seen=tokens_seen,
+        pending=pending - 1 if pending else None,
         stop=StopProgress(held=held, text_chars=text_chars,
                           head_chars=head - 1 if head else None,
                           stopped=bool(flags & _STOPPED)),

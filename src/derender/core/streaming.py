@@ -26,6 +26,7 @@ from derender.core.stops import (
     drop_stop_token,
     find_stop_string,
     held_prefix_len,
+    is_stop_token,
     stop_string_candidates,
 )
 from derender.core.stream_state import StopProgress, StreamState, fingerprint
@@ -97,6 +98,10 @@ def open_stream(settings: StreamSettings, state: StreamState | None,
                                              <= 0 else None))
     if state.fingerprint != binding:
         raise BadRequestError(NOT_THIS_STREAM)
+    held = (*state.window.ids, *state.logprob_context,
+            *(() if state.pending is None else (state.pending,)))
+    if held and max(held) >= settings.model.vocab.size:  # signed, but not by this model
+        raise BadRequestError("stream_state holds token ids this model does not have")
     if now > state.issued_at + settings.ttl_seconds:
         raise BadRequestError(f"stream_state expired: streams may last "
                               f"{settings.ttl_seconds} seconds from their first chunk")
@@ -121,22 +126,27 @@ def advance(settings: StreamSettings, state: StreamState, choice: GenerateStream
     stops = settings.decode.stops
     if state.choice_index is not None and state.choice_index != choice.index:
         raise BadRequestError(NOT_THIS_STREAM)
-    ids = list(choice.token_ids or [])
-    check_token_range(ids, vocab.size, f"choice {choice.index}")
+    received = list(choice.token_ids or [])
+    check_token_range(received, vocab.size, f"choice {choice.index}")
     check_logprob_range(choice.logprobs, vocab.size, f"choice {choice.index}")
 
     finish = choice.finish_reason
+    ids = received if state.pending is None else [state.pending, *received]
+    decoded = state.tokens_seen - (state.pending is not None)  # ids already turned into text
+    pending = None
+    if finish is None and ids and is_stop_token(vocab, ids[-1], stops):
+        pending, ids = ids[-1], ids[:-1]
     kept, stop_reason = drop_stop_token(vocab, ids, finish, choice.stop_reason, stops)
     progress = state.stop
     window = state.window
     if progress.stopped:
-        text, finish, stop_reason = "", None, None
+        text, finish, stop_reason, pending = "", None, None, None
     else:
-        head_n = max(0, min(len(kept), stops.min_tokens - state.tokens_seen))
+        head_n = max(0, min(len(kept), stops.min_tokens - decoded))
         head, window = detokenize(vocab, window, kept[:head_n], settings.decode.skip_special)
         tail, window = detokenize(vocab, window, kept[head_n:], settings.decode.skip_special)
         head_chars = progress.head_chars
-        if head_chars is None and state.tokens_seen + len(kept) >= stops.min_tokens:
+        if head_chars is None and decoded + len(kept) >= stops.min_tokens:
             head_chars = progress.text_chars + len(head)
         text, progress, matched = _hold_or_cut(
             progress, head + tail, head_chars, settings,
@@ -156,13 +166,13 @@ def advance(settings: StreamSettings, state: StreamState, choice: GenerateStream
         index=choice.index, text=text, finish_reason=finish, stop_reason=stop_reason,
         logprobs=positions,
         logprobs_null_content=choice.logprobs is not None and choice.logprobs.content is None,
-        text_offset=offset, token_ids=ids,
+        text_offset=offset, token_ids=received,
     )
     return step, replace(
-        state, choice_index=choice.index, window=window, stop=progress,
-        logprob_context=(*state.logprob_context, *ids)[-CONTEXT_IDS:],
+        state, choice_index=choice.index, window=window, stop=progress, pending=pending,
+        logprob_context=(*state.logprob_context, *received)[-CONTEXT_IDS:],
         text_offset=offset + advance_by if settings.route == "completions" else state.text_offset,
-        tokens_seen=state.tokens_seen + len(ids),
+        tokens_seen=state.tokens_seen + len(received),
     )
 
 
