@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from dataclasses import replace
 from typing import Any
 
 from derender.core.bounds import (
@@ -137,7 +136,7 @@ def derender_chat_stream(
     name = body.model or info.name
 
     def render(chunk: GenerateTokensStreamResponse, step: ChoiceStep | None,
-               state: StreamState) -> tuple[JSON, StreamState]:
+               before: StreamState) -> JSON:
         choices: list[JSON] = []
         if step is not None:
             logprobs = None
@@ -145,7 +144,7 @@ def derender_chat_stream(
                 logprobs = chat_logprobs(step.logprobs)
             choices.append({
                 "index": step.index,
-                "delta": {"role": None if state.role_sent else "assistant",
+                "delta": {"role": None if before.role_sent else "assistant",
                           "content": step.text or None, "reasoning": None},
                 "logprobs": logprobs,
                 "finish_reason": step.finish_reason,
@@ -153,11 +152,10 @@ def derender_chat_stream(
                 "token_ids": step.token_ids if return_ids else None,
                 "weight_versions": None,
             })
-            state = replace(state, role_sent=True)
         return {
             "id": chunk.request_id,
             "object": "chat.completion.chunk",
-            "created": state.issued_at,
+            "created": before.issued_at,
             "model": name,
             "choices": choices,
             "usage": stream_usage(chunk.usage, body.prompt_tokens),
@@ -166,6 +164,6 @@ def derender_chat_stream(
             "prompt_text": None,
             "metrics": None if chunk.metrics is None else chunk.metrics.model_dump(),
             "kv_transfer_params": None,
-        }, state
+        }
 
     return run_stream(settings, state, stream_chunks(body), body.prompt_token_ids, render)

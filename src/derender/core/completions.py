@@ -137,7 +137,7 @@ def derender_completion_stream(
     name = body.model or info.name
 
     def render(chunk: GenerateTokensStreamResponse, step: ChoiceStep | None,
-               state: StreamState) -> tuple[JSON, StreamState]:
+               before: StreamState) -> JSON:
         choices: list[JSON] = []
         if step is not None:
             logprobs = None
@@ -156,13 +156,13 @@ def derender_completion_stream(
         return {
             "id": chunk.request_id,
             "object": "text_completion",
-            "created": state.issued_at,
+            "created": before.issued_at,
             "model": name,
             "choices": choices,
             "usage": stream_usage(chunk.usage, body.prompt_tokens),
             "system_fingerprint": None,
             "metrics": None if chunk.metrics is None else chunk.metrics.model_dump(),
             "kv_transfer_params": None,
-        }, state
+        }
 
     return run_stream(settings, state, stream_chunks(body), body.prompt_token_ids, render)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from derender.core.bounds import check_logprob_range, check_token_range
@@ -142,9 +142,12 @@ def advance(settings: StreamSettings, state: StreamState, choice: GenerateStream
     if progress.stopped:
         text, finish, stop_reason, pending = "", None, None, None
     else:
+        skip = settings.decode.skip_special
         head_n = max(0, min(len(kept), stops.min_tokens - decoded))
-        head, window = detokenize(vocab, window, kept[:head_n], settings.decode.skip_special)
-        tail, window = detokenize(vocab, window, kept[head_n:], settings.decode.skip_special)
+        head = ""
+        if head_n:
+            head, window = detokenize(vocab, window, kept[:head_n], skip)
+        tail, window = detokenize(vocab, window, kept[head_n:], skip)
         head_chars = progress.head_chars
         if head_chars is None and decoded + len(kept) >= stops.min_tokens:
             head_chars = progress.text_chars + len(head)
@@ -168,11 +171,13 @@ def advance(settings: StreamSettings, state: StreamState, choice: GenerateStream
         logprobs_null_content=choice.logprobs is not None and choice.logprobs.content is None,
         text_offset=offset, token_ids=received,
     )
-    return step, replace(
-        state, choice_index=choice.index, window=window, stop=progress, pending=pending,
+    chat = settings.route == "chat"
+    return step, StreamState(
+        fingerprint=state.fingerprint, issued_at=state.issued_at, choice_index=choice.index,
+        role_sent=chat or state.role_sent, window=window,
         logprob_context=(*state.logprob_context, *received)[-CONTEXT_IDS:],
-        text_offset=offset + advance_by if settings.route == "completions" else state.text_offset,
-        tokens_seen=state.tokens_seen + len(received),
+        text_offset=state.text_offset if chat else offset + advance_by,
+        tokens_seen=state.tokens_seen + len(received), pending=pending, stop=progress,
     )
 
 
@@ -203,8 +208,9 @@ def stream_usage(chunk_usage: GenerateUsage | None, prompt_tokens: int | None) -
     return usage(prompt, chunk_usage.completion_tokens or 0)
 
 
-Render = Callable[[GenerateTokensStreamResponse, ChoiceStep | None, StreamState],
-                  tuple[JSON, StreamState]]
+Render = Callable[[GenerateTokensStreamResponse, ChoiceStep | None, StreamState], JSON]
+"""Builds a route's chunk from the engine chunk, the step (None without a choice) and the
+state the step started from."""
 
 
 def run_stream(settings: StreamSettings, state: StreamState | None,
@@ -227,8 +233,8 @@ def run_stream(settings: StreamSettings, state: StreamState | None,
                     f"({current.tokens_seen}) plus delta ({delta}) exceeds max_model_len "
                     f"({info.max_model_len}).")
             step, after = advance(settings, current, choice)
-        body, state = render(chunk, step, after)
-        out.append(body)
+        out.append(render(chunk, step, current))
+        state = after
     if state is None:
         raise BadRequestError("generate_chunks must not be empty")
     return out, state
