@@ -91,7 +91,7 @@ def parse_body(raw: bytes, adapter: TypeAdapter[Any], batch: TypeAdapter[Any]) -
         raise SchemaError([{"type": "json_invalid", "loc": ("body", exc.pos),
                             "msg": "JSON decode error", "input": {},
                             "ctx": {"error": exc.msg}}]) from None
-    except ValueError as exc:  # invalid UTF-8, NaN/Infinity
+    except (ValueError, RecursionError) as exc:  # invalid UTF-8, NaN/Infinity, deep nesting
         raise SchemaError([{"type": "json_invalid", "loc": ("body", 0),
                             "msg": "JSON decode error", "input": {},
                             "ctx": {"error": str(exc)}}]) from None
