@@ -50,29 +50,39 @@ def served_model(name: str) -> ServedModel:
     return ServedModel(read_model_info(model_folder(name)), vocabulary(name))
 
 
+Parsers = tuple[str | None, str | None]
+
+
 @functools.cache
-def _single_model_dir(name: str, root: str) -> Path:
-    folder = Path(root) / name
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / name).symlink_to(model_folder(name), target_is_directory=True)
+def _single_model_dir(name: str, root: str, parsers: Parsers) -> Path:
+    """A models folder serving only ``name``; with parsers, a manifest naming them."""
+    folder = Path(root) / f"{name}-{parsers[0]}-{parsers[1]}"
+    model = folder / name
+    model.mkdir(parents=True)
+    for file in model_folder(name).iterdir():
+        if file.name != "derender.json":
+            (model / file.name).symlink_to(file)
+    manifest = {"served_names": [name], "reasoning_parser": parsers[0], "tool_parser": parsers[1]}
+    (model / "derender.json").write_text(json.dumps(manifest))
     return folder
 
 
 @functools.cache
-def _client(name: str, root: str) -> TestClient:
-    models = _single_model_dir(name, root)
+def _client(name: str, root: str, parsers: Parsers) -> TestClient:
+    models = _single_model_dir(name, root, parsers)
     settings = Settings(models_dir=models)
     return TestClient(create_app(settings, ModelRegistry(models)))
 
 
 @pytest.fixture(scope="session")
 def client_for(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    """``client_for(name)``: a test client of an app serving only that model."""
+    """``client_for(name, reasoning_parser=None, tool_parser=None)``: a test client of an app
+    serving only that model, as vLLM serves one model (with those parsers)."""
     root = str(tmp_path_factory.mktemp("models"))
 
-    def get(name: str) -> TestClient:
+    def get(name: str, reasoning: str | None = None, tool: str | None = None) -> TestClient:
         require_model(name)
-        return _client(name, root)
+        return _client(name, root, (reasoning, tool))
 
     return get
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from derender.core import parsers
 from derender.core.bounds import (
     check_logprob_range,
     check_prompt_length,
@@ -35,6 +36,11 @@ from derender.protocol import (
 
 JSON = dict[str, Any]
 
+PARSER_NEEDS_PROMPT_IDS = (
+    "prompt_token_ids is required when a tool or reasoning parser is configured. Without it "
+    "parse_delta cannot tell whether the prompt left reasoning open (e.g. a chat template that "
+    "pre-opens <think>) and would misclassify reasoning content as plain content."
+)
 PARSER_NEEDS_CHAT_REQUEST = (
     "chat_request is required when a tool or reasoning parser is configured because plain "
     "detokenization would leak raw parser markup into content."
@@ -50,6 +56,27 @@ def chat_top_logprobs(request: ChatRequest | None) -> int | None:
     return request.top_logprobs
 
 
+def parsed_message(parsing: parsers.ParserSettings, parsed: parsers.ParsedDelta,
+                   request_id: str, index: int) -> JSON:
+    """Content, reasoning and tool calls of a whole parsed output (vLLM §7.1 assembly)."""
+    calls: dict[int, list[str]] = {}
+    for delta in parsed.calls:
+        name_args = calls.setdefault(delta.index, ["", ""])
+        name_args[0] += delta.name or ""
+        name_args[1] += delta.arguments
+    content: str | None = parsed.content or None
+    if parsing.forced:
+        content = content or ""
+    message: JSON = {"content": content, "reasoning": parsed.reasoning or None}
+    if calls:
+        message["tool_calls"] = [
+            {"id": parsers.tool_call_id(request_id, index, i), "type": "function",
+             "function": {"name": name, "arguments": arguments}}
+            for i, (name, arguments) in sorted(calls.items())
+        ]
+    return message
+
+
 def derender_chat(body: DerenderChatRequest, model: ServedModel, max_n_sequences: int) -> JSON:
     info, vocab = model.info, model.vocab
     response = body.generate_response
@@ -60,6 +87,9 @@ def derender_chat(body: DerenderChatRequest, model: ServedModel, max_n_sequences
 
     request = body.chat_request
     settings = decode_settings(request, preserve_special=info.has_parser)
+    parsing = (parsers.parser_settings(info.reasoning_parser, info.tool_parser, request)
+               if info.has_parser and request is not None else None)
+    hide = parsing is not None and not parsing.include_reasoning
     prompt_ids = body.prompt_token_ids
     if prompt_ids is None:
         prompt_ids = response.prompt_token_ids
@@ -80,19 +110,27 @@ def derender_chat(body: DerenderChatRequest, model: ServedModel, max_n_sequences
         text, stop_reason = sequence_text(vocab, seed, ids, choice.finish_reason,
                                           choice.stop_reason, settings)
         logprobs = None
-        if choice.logprobs is not None:
+        if choice.logprobs is not None and not hide:
             positions = (resolve_logprobs(vocab, choice.logprobs, keep, ())[0]
                          if choice.logprobs.content is not None else None)
             logprobs = chat_logprobs(positions)
+        message: JSON = {"role": "assistant", "content": text, "refusal": None,
+                         "annotations": None, "audio": None, "function_call": None,
+                         "reasoning": None}
+        finish = choice.finish_reason or "stop"
+        if parsing is not None:
+            # The parser sees only generate_response's prompt ids, as in vLLM (§7.1).
+            start = parsers.start(parsing, vocab, response.prompt_token_ids)
+            parsed, _ = parsers.feed(parsing, start, text, final=True)
+            message.update(parsed_message(parsing, parsed, response.request_id, choice.index))
+            finish = parsers.finish_reason(parsing, finish, "tool_calls" in message) or finish
         choices.append({
             "index": choice.index,
-            "message": {"role": "assistant", "content": text, "refusal": None,
-                        "annotations": None, "audio": None, "function_call": None,
-                        "reasoning": None},
+            "message": message,
             "logprobs": logprobs,
-            "finish_reason": choice.finish_reason or "stop",
+            "finish_reason": finish,
             "stop_reason": stop_reason,
-            "token_ids": list(ids) if return_ids else None,
+            "token_ids": list(ids) if return_ids and not hide else None,
             "routed_experts": None,
             "weight_versions": None,
         })
@@ -127,12 +165,18 @@ def derender_chat_stream(
 ) -> tuple[list[JSON], StreamState]:
     """One ``chat.completion.chunk`` per engine chunk, and the state to continue from."""
     info = model.info
-    if info.has_parser and body.chat_request is None:
-        raise BadRequestError(PARSER_NEEDS_CHAT_REQUEST)
     request = body.chat_request
-    settings = StreamSettings("chat", model, decode_settings(request),
-                              chat_top_logprobs(request), ttl_seconds)
-    return_ids = bool(request and request.return_token_ids)
+    parsing = None
+    if info.has_parser:
+        if request is None:
+            raise BadRequestError(PARSER_NEEDS_CHAT_REQUEST)
+        if body.prompt_token_ids is None:
+            raise BadRequestError(PARSER_NEEDS_PROMPT_IDS)
+        parsing = parsers.parser_settings(info.reasoning_parser, info.tool_parser, request)
+    settings = StreamSettings("chat", model, decode_settings(request, info.has_parser),
+                              chat_top_logprobs(request), ttl_seconds, parsing)
+    hide = parsing is not None and not parsing.include_reasoning
+    return_ids = bool(request and request.return_token_ids) and not hide
     name = body.model or info.name
 
     def render(chunk: GenerateTokensStreamResponse, step: ChoiceStep | None,
@@ -140,12 +184,23 @@ def derender_chat_stream(
         choices: list[JSON] = []
         if step is not None:
             logprobs = None
-            if step.logprobs is not None or step.logprobs_null_content:
+            if (step.logprobs is not None or step.logprobs_null_content) and not hide:
                 logprobs = chat_logprobs(step.logprobs)
+            delta: JSON = {"role": None if before.role_sent else "assistant",
+                           "content": step.text or None, "reasoning": step.reasoning or None}
+            if step.calls:
+                delta["tool_calls"] = [
+                    {"id": parsers.tool_call_id(chunk.request_id, step.index, call.index),
+                     "type": "function", "index": call.index,
+                     "function": {"name": call.name, "arguments": call.arguments or None}}
+                    if call.name is not None else
+                    {"id": None, "type": None, "index": call.index,
+                     "function": {"name": None, "arguments": call.arguments}}
+                    for call in step.calls
+                ]
             choices.append({
                 "index": step.index,
-                "delta": {"role": None if before.role_sent else "assistant",
-                          "content": step.text or None, "reasoning": None},
+                "delta": delta,
                 "logprobs": logprobs,
                 "finish_reason": step.finish_reason,
                 "stop_reason": step.stop_reason,

@@ -17,15 +17,12 @@ from pathlib import Path
 from typing import Any
 
 from derender.core.errors import NotFoundError
+from derender.core.parsers import REASONING_PARSERS, TOOL_PARSERS
 from derender.core.vocab import Vocabulary
 
 MANIFEST = "derender.json"
 DEFAULT_MAX_MODEL_LEN = 2048
 DEFAULT_MAX_LOGPROBS = 20
-REASONING_PARSERS: frozenset[str] = frozenset()
-"""Reasoning parsers this build implements (manifest ``reasoning_parser``)."""
-TOOL_PARSERS: frozenset[str] = frozenset()
-"""Tool-call parsers this build implements (manifest ``tool_parser``)."""
 _LENGTH_KEYS = ("max_position_embeddings", "n_positions", "max_seq_len", "seq_length",
                 "max_target_positions", "max_sequence_length", "n_ctx")
 """``config.json`` keys that bound the context, as vLLM reads them (the smallest wins)."""

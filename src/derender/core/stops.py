@@ -110,14 +110,3 @@ def cut_at_stop_string(text: str, match: tuple[int, int, str], include: bool) ->
     start, end, _ = match
     return text[:end] if include else text[:start]
 
-
-def held_prefix_len(text: str, candidates: Sequence[str]) -> int:
-    """Length of the longest suffix of ``text`` that is a proper prefix of a candidate: text
-    that must wait, because the next characters could complete a stop string."""
-    longest = 0
-    for candidate in candidates:
-        for size in range(min(len(candidate) - 1, len(text)), longest, -1):
-            if text.endswith(candidate[:size]):
-                longest = size
-                break
-    return longest

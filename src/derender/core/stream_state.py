@@ -14,6 +14,10 @@ from dataclasses import dataclass, field
 
 from derender.core.detokenizer import DecodeWindow
 from derender.core.errors import BadRequestError
+from derender.core.parsers import ParserState
+from derender.core.parsers.hermes import FORMS, MODES, HermesState
+from derender.core.parsers.json_value import ValueScan
+from derender.core.parsers.reasoning import ReasoningState
 
 FINGERPRINT_BYTES = 8
 
@@ -54,6 +58,8 @@ class StreamState:
     """A last id that could be the stop token, its text held back until the next chunk says
     whether the stream finished on it (the finish may come in a chunk of its own)."""
     stop: StopProgress = field(default_factory=StopProgress)
+    parser: ParserState | None = None
+    """Reasoning/tool parser progress (chat with a parser configured)."""
 
 
 def fingerprint(*parts: object) -> bytes:
@@ -134,7 +140,42 @@ def encode_state(state: StreamState) -> bytes:
     w.uint(state.stop.text_chars)
     w.uint(0 if state.stop.head_chars is None else state.stop.head_chars + 1)
     w.text(state.stop.held)
+    _encode_parser(w, state.parser)
     return bytes(w.out)
+
+
+def _encode_parser(w: _Writer, parser: ParserState | None) -> None:
+    if parser is None:
+        w.uint(0)
+        return
+    thought = parser.reasoning
+    w.uint(1 + (parser.calls_kept << 1) + ((thought is not None) << 2)
+           + ((thought is not None and thought.reasoning) << 3) + ((parser.tools is not None) << 4))
+    if thought is not None:
+        w.text(thought.held)
+    tools = parser.tools
+    if tools is not None:
+        scan = tools.scan
+        w.uint(MODES.index(tools.mode) | FORMS.index(tools.form) << 4)
+        w.text(tools.held)
+        w.uint(tools.calls)
+        w.uint(tools.spoke | scan.started << 1 | scan.in_string << 2 | scan.escaped << 3
+               | scan.scalar << 4)
+        w.uint(scan.depth)
+
+
+def _decode_parser(r: _Reader) -> ParserState | None:
+    flags = r.uint()
+    if not flags & 1:
+        return None
+    thought = ReasoningState(bool(flags & 8), r.text()) if flags & 4 else None
+    tools = None
+    if flags & 16:
+        mode_form, held, calls, bits, depth = r.uint(), r.text(), r.uint(), r.uint(), r.uint()
+        tools = HermesState(MODES[mode_form & 15], held, calls, bool(bits & 1), ValueScan(
+            started=bool(bits & 2), depth=depth, in_string=bool(bits & 4),
+            escaped=bool(bits & 8), scalar=bool(bits & 16)), FORMS[mode_form >> 4])
+    return ParserState(thought, tools, bool(flags & 2))
 
 
 def decode_state(payload: bytes) -> StreamState:
@@ -150,6 +191,7 @@ def decode_state(payload: bytes) -> StreamState:
         text_offset, tokens_seen, pending = r.uint(), r.uint(), r.uint()
         text_chars, head = r.uint(), r.uint()
         held = r.text()
+        parser = _decode_parser(r)
     except (IndexError, ValueError, UnicodeDecodeError):
         raise BadRequestError("stream_state payload is malformed") from None
     if r.pos != len(payload) or len(fp) != FINGERPRINT_BYTES or window.read > len(window.ids):
@@ -162,4 +204,5 @@ def decode_state(payload: bytes) -> StreamState:
         stop=StopProgress(held=held, text_chars=text_chars,
                           head_chars=head - 1 if head else None,
                           stopped=bool(flags & _STOPPED)),
+        parser=parser,
     )

@@ -14,10 +14,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from derender.core import parsers
 from derender.core.bounds import check_logprob_range, check_token_range
 from derender.core.detokenizer import detokenize, seed_window
 from derender.core.errors import BadRequestError
 from derender.core.logprobs import CONTEXT_IDS, Resolved, resolve_logprobs
+from derender.core.markers import pending_prefix
+from derender.core.parsers import ParserSettings
+from derender.core.parsers.hermes import ToolCallDelta
 from derender.core.registry import ServedModel
 from derender.core.sequence import DecodeSettings
 from derender.core.stops import (
@@ -25,7 +29,6 @@ from derender.core.stops import (
     cut_at_stop_string,
     drop_stop_token,
     find_stop_string,
-    held_prefix_len,
     is_stop_token,
     stop_string_candidates,
 )
@@ -49,6 +52,8 @@ class StreamSettings:
     keep: int | None
     """Logprob candidates kept per position (None: all)."""
     ttl_seconds: int
+    parsing: ParserSettings | None = None
+    """Reasoning/tool parsing (chat with a parser configured)."""
 
     def binding(self, chunk: GenerateTokensStreamResponse) -> bytes:
         """Fingerprint of route, model, request id and decode settings.
@@ -61,7 +66,7 @@ class StreamSettings:
             self.route, self.model.info.name, self.model.vocab.size, request_id,
             self.decode.skip_special, stops.has_request, stops.stop,
             sorted(stops.stop_token_ids), stops.ignore_eos, stops.include_stop_str_in_output,
-            stops.min_tokens, self.keep,
+            stops.min_tokens, self.keep, self.parsing,
         )
 
 
@@ -80,6 +85,8 @@ class ChoiceStep:
     text_offset: int
     """Completions: ``text_offset`` of this chunk's first logprob token."""
     token_ids: list[int]
+    reasoning: str = ""
+    calls: tuple[ToolCallDelta, ...] = ()
 
 
 def open_stream(settings: StreamSettings, state: StreamState | None,
@@ -93,9 +100,11 @@ def open_stream(settings: StreamSettings, state: StreamState | None,
         seed = prompt_ids if prompt_ids is not None else chunk.prompt_token_ids
         check_token_range(seed, vocab.size, "prompt_token_ids")
         window = seed_window(vocab, seed, settings.decode.skip_special)
+        parser = (None if settings.parsing is None else
+                  parsers.start(settings.parsing, vocab, prompt_ids))
         return StreamState(fingerprint=binding, issued_at=now, window=window,
                            stop=StopProgress(head_chars=0 if settings.decode.stops.min_tokens
-                                             <= 0 else None))
+                                             <= 0 else None), parser=parser)
     if state.fingerprint != binding:
         raise BadRequestError(NOT_THIS_STREAM)
     held = (*state.window.ids, *state.logprob_context,
@@ -159,6 +168,15 @@ def advance(settings: StreamSettings, state: StreamState, choice: GenerateStream
         if matched is not None:
             finish, stop_reason = finish or "stop", matched
 
+    parser = state.parser
+    reasoning = ""
+    calls: tuple[ToolCallDelta, ...] = ()
+    if settings.parsing is not None and parser is not None and not state.stop.stopped:
+        parsed, parser = parsers.feed(settings.parsing, parser, text, final=finish is not None)
+        text, reasoning, calls = parsed.content, parsed.reasoning, tuple(parsed.calls)
+        if finish is not None:
+            finish = parsers.finish_reason(settings.parsing, finish, parser.calls_kept)
+
     positions: list[Resolved] | None = None
     offset = state.text_offset
     if choice.logprobs is not None and choice.logprobs.content is not None:
@@ -169,7 +187,7 @@ def advance(settings: StreamSettings, state: StreamState, choice: GenerateStream
         index=choice.index, text=text, finish_reason=finish, stop_reason=stop_reason,
         logprobs=positions,
         logprobs_null_content=choice.logprobs is not None and choice.logprobs.content is None,
-        text_offset=offset, token_ids=received,
+        text_offset=offset, token_ids=received, reasoning=reasoning, calls=calls,
     )
     chat = settings.route == "chat"
     return step, StreamState(
@@ -178,6 +196,7 @@ def advance(settings: StreamSettings, state: StreamState, choice: GenerateStream
         logprob_context=(*state.logprob_context, *received)[-CONTEXT_IDS:],
         text_offset=state.text_offset if chat else offset + advance_by,
         tokens_seen=state.tokens_seen + len(received), pending=pending, stop=progress,
+        parser=parser,
     )
 
 
@@ -195,7 +214,7 @@ def _hold_or_cut(progress: StopProgress, new_text: str, head_chars: int | None,
             cut = cut_at_stop_string(buffer, match,
                                      settings.decode.stops.include_stop_str_in_output)
             return cut, StopProgress("", text_chars, head_chars, stopped=True), match[2]
-    hold = 0 if final else held_prefix_len(buffer, settings.decode.stops.stop)
+    hold = 0 if final else pending_prefix(buffer, settings.decode.stops.stop)
     emitted, held = buffer[:len(buffer) - hold], buffer[len(buffer) - hold:]
     return emitted, StopProgress(held, text_chars, head_chars), None
 

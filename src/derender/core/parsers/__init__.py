@@ -1,0 +1,127 @@
+"""Reasoning and tool-call parsing of chat output: reasoning first, then tool calls in what
+remains, each an incremental machine with plain-data state (vLLM §7, design §6)."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from derender.core.parsers import hermes, reasoning
+from derender.core.parsers.hermes import HermesState, ToolCallDelta
+from derender.core.parsers.reasoning import ReasoningFormat, ReasoningState
+from derender.core.vocab import Vocabulary
+from derender.protocol import ChatRequest
+
+REASONING_PARSERS = frozenset(reasoning.FORMATS)
+TOOL_PARSERS = frozenset({"hermes"})
+
+
+@dataclass(frozen=True, slots=True)
+class ParserSettings:
+    """What the model's parsers and the request's tool settings ask for."""
+
+    reasoning: ReasoningFormat | None
+    thinking: bool
+    """``enable_thinking`` from the template kwargs (vLLM §7.2)."""
+    tools: bool
+    """Tool calls are parsed at all (a tool parser and ``tool_choice`` other than "none")."""
+    keep_calls: bool
+    """Parsed calls are returned (else dropped, their markup gone, as vLLM does)."""
+    forced: bool
+    """``tool_choice`` is "required" or a named function: content is never null."""
+    named: bool
+    forced_name: str | None
+    """The named function of ``tool_choice``, whose bare JSON arguments may be the output."""
+    parallel: bool
+    include_reasoning: bool
+
+
+@dataclass(frozen=True, slots=True)
+class ParserState:
+    reasoning: ReasoningState | None
+    tools: HermesState | None
+    calls_kept: bool = False
+    """A kept tool call was emitted (finish_reason becomes "tool_calls")."""
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedDelta:
+    reasoning: str
+    content: str
+    calls: list[ToolCallDelta]
+
+
+def template_thinking(request: ChatRequest) -> bool:
+    """``enable_thinking`` as the chat template saw it: the request's kwargs, else derived
+    from ``reasoning_effort`` ("none" switches thinking off), else on."""
+    kwargs = request.chat_template_kwargs or {}
+    value = kwargs.get("enable_thinking")
+    if value is not None:
+        return bool(value)
+    effort = request.reasoning_effort
+    if effort is not None and effort != "auto":
+        return effort != "none"
+    return True
+
+
+def parser_settings(reasoning_parser: str | None, tool_parser: str | None,
+                    request: ChatRequest) -> ParserSettings:
+    choice: Any = request.tool_choice
+    named = isinstance(choice, dict)
+    forced = named or choice == "required"
+    tools = tool_parser is not None and choice != "none" and bool(request.tools)
+    keep = forced or (choice == "auto" and tools)
+    return ParserSettings(
+        reasoning=reasoning.FORMATS[reasoning_parser] if reasoning_parser else None,
+        thinking=template_thinking(request), tools=tools, keep_calls=keep, forced=forced,
+        named=named, forced_name=(choice.get("function") or {}).get("name") if named else None,
+        parallel=request.parallel_tool_calls is not False,
+        include_reasoning=request.include_reasoning,
+    )
+
+
+def start(settings: ParserSettings, vocab: Vocabulary, prompt_ids: Sequence[int] | None
+          ) -> ParserState:
+    fmt = settings.reasoning
+    return ParserState(
+        reasoning=None if fmt is None else reasoning.start(fmt, vocab, prompt_ids,
+                                                           settings.thinking),
+        tools=HermesState() if settings.tools else None,
+    )
+
+
+def feed(settings: ParserSettings, state: ParserState, text: str, final: bool
+         ) -> tuple[ParsedDelta, ParserState]:
+    """Reasoning, content and tool-call deltas of new text."""
+    thought, content = "", text
+    reasoning_state = state.reasoning
+    if settings.reasoning is not None and reasoning_state is not None:
+        split, reasoning_state = reasoning.feed(settings.reasoning, reasoning_state, text, final)
+        thought, content = split.reasoning, split.content
+    calls: list[ToolCallDelta] = []
+    tool_state = state.tools
+    if tool_state is not None:
+        content, calls, tool_state = hermes.feed(tool_state, content, final,
+                                                 settings.forced_name,
+                                                 settings.forced and not settings.named)
+        if not settings.keep_calls:
+            calls = []
+        elif not settings.parallel:
+            calls = [c for c in calls if c.index == 0]
+    return (ParsedDelta(thought if settings.include_reasoning else "", content, calls),
+            ParserState(reasoning_state, tool_state, state.calls_kept or bool(calls)))
+
+
+def tool_call_id(request_id: str, choice_index: int, call_index: int) -> str:
+    """Deterministic id: the same across retries and between streaming and non-streaming."""
+    digest = hashlib.sha256(f"{request_id}\x00{choice_index}\x00{call_index}".encode()).hexdigest()
+    return f"chatcmpl-tool-{digest[:16]}"
+
+
+def finish_reason(settings: ParserSettings, finish: str | None, has_calls: bool) -> str | None:
+    """vLLM §5.7: a "stop" that produced tool calls is "tool_calls" (not for a named tool)."""
+    if finish == "stop" and has_calls and not settings.named:
+        return "tool_calls"
+    return finish

@@ -1,0 +1,184 @@
+"""The ``hermes`` tool-call format: ``<tool_call>{"name": …, "arguments": …}</tool_call>``.
+
+An incremental machine shared by streaming and non-streaming. Text before the first call is
+content (whitespace alone before a call is not); a call's first delta carries its name as
+soon as ``{"name": "…", "arguments":`` has been read, then the arguments stream as the model
+writes them (``json_value.scan`` finds their end). Text between and after calls is dropped,
+as vLLM does. A ``<tool_call>`` whose head cannot be read comes back as content, so no text
+is lost. State: the mode, a short holdback, the call counter and the arguments scanner.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+
+from derender.core.markers import earliest, pending_prefix
+from derender.core.parsers.json_value import ValueScan, scan
+
+OPEN, CLOSE = "<tool_call>", "</tool_call>"
+MAX_HEAD = 512
+"""Characters of a call read before its name must be known; past that it is content."""
+
+_HEAD = re.compile(r'\s*\{\s*"name"\s*:\s*"((?:[^"\\]|\\.)*)"\s*,\s*"arguments"\s*:\s*')
+
+CONTENT, HEAD, ARGS, TAIL, AFTER = "content", "head", "args", "tail", "after"
+LIST_HEAD, LIST_TAIL = "list-head", "list-tail"
+MODES = (CONTENT, HEAD, ARGS, TAIL, AFTER, LIST_HEAD, LIST_TAIL)
+
+TAGGED, LISTED, BARE = "tagged", "listed", "bare"
+FORMS = (TAGGED, LISTED, BARE)
+"""How calls are written: hermes tags; for ``tool_choice`` "required" a JSON list of
+``{"name", "parameters"}``; for a named function the bare arguments object."""
+
+_LIST_HEAD = re.compile(r'\s*\{\s*"name"\s*:\s*"((?:[^"\\]|\\.)*)"\s*,\s*"parameters"\s*:\s*')
+_LIST_END = re.compile(r'\s*\]')
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallDelta:
+    """Part of one tool call: its name on the first delta, then argument text."""
+
+    index: int
+    name: str | None
+    arguments: str
+
+
+@dataclass(frozen=True, slots=True)
+class HermesState:
+    mode: str = CONTENT
+    held: str = ""
+    calls: int = 0
+    """Calls started so far (the next call's index)."""
+    spoke: bool = False
+    """Content other than whitespace was emitted."""
+    scan: ValueScan = field(default_factory=ValueScan)
+    form: str = TAGGED
+
+
+def feed(state: HermesState, text: str, final: bool, forced_name: str | None = None,
+         required: bool = False) -> tuple[str, list[ToolCallDelta], HermesState]:
+    """Content and tool-call deltas for new text; ``final`` settles what was held back.
+
+    With a forced ``tool_choice`` the output may also be JSON (the engine may have constrained
+    it to the schema instead of the model's format): its first character decides.
+    """
+    buffer = state.held + text
+    mode, calls, spoke, scanner = state.mode, state.calls, state.spoke, state.scan
+    form = state.form
+    content: list[str] = []
+    deltas: list[ToolCallDelta] = []
+    held = ""
+    while buffer or final:
+        if mode == CONTENT and not spoke and calls == 0 and (forced_name or required):
+            first = buffer.lstrip()[:1]
+            if required and first == "[":
+                form, mode, buffer = LISTED, LIST_HEAD, buffer[buffer.index("[") + 1:]
+                continue
+            if forced_name and first == "{":
+                deltas.append(ToolCallDelta(calls, forced_name, ""))
+                calls += 1
+                form, mode, buffer, scanner = BARE, ARGS, buffer.lstrip(), ValueScan()
+                continue
+        if mode == CONTENT:
+            found = earliest(buffer, (OPEN,))
+            if found is None:
+                hold = 0 if final else pending_prefix(buffer, (OPEN,))
+                out = buffer[:len(buffer) - hold]
+                if not spoke and not final and not out.strip():
+                    hold = len(buffer)  # whitespace may precede a call: not content then
+                    out = ""
+                content.append(out)
+                spoke = spoke or bool(out.strip())
+                held = buffer[len(buffer) - hold:]
+                break
+            before = buffer[:found[0]]
+            if spoke or before.strip():
+                content.append(before)
+                spoke = True
+            mode, buffer = HEAD, buffer[found[0] + len(OPEN):]
+        elif mode == LIST_HEAD and _LIST_END.match(buffer):
+            mode, buffer = AFTER, ""
+        elif mode in (HEAD, LIST_HEAD):
+            match = (_HEAD if mode == HEAD else _LIST_HEAD).match(buffer)
+            closed = mode == HEAD and CLOSE in buffer
+            if match is None and not (final or closed or len(buffer) > MAX_HEAD):
+                held = buffer
+                break
+            if match is None:  # not a call we can read: give the text back as content
+                opener = OPEN if mode == HEAD else "["
+                content.append(opener + buffer if not closed else
+                               opener + buffer[:buffer.index(CLOSE) + len(CLOSE)])
+                spoke = True
+                buffer = "" if not closed else buffer[buffer.index(CLOSE) + len(CLOSE):]
+                mode = CONTENT
+                if not buffer:
+                    break
+                continue
+            deltas.append(ToolCallDelta(calls, json.loads(f'"{match.group(1)}"'), ""))
+            calls += 1
+            mode, buffer, scanner = ARGS, buffer[match.end():], ValueScan()
+        elif mode == ARGS:
+            started = scanner.started
+            end, after = scan(scanner, buffer)
+            rest = ""
+            close = _closing_tag(scanner, buffer)
+            if end is not None and (close is None or end <= close):
+                piece, rest, scanner = buffer[:end], buffer[end:], ValueScan()
+                mode = {TAGGED: TAIL, LISTED: LIST_TAIL, BARE: AFTER}[form]
+            elif close is not None:  # arguments cut short by the closing tag
+                piece, rest = buffer[:close].rstrip(), buffer[close:]
+                scanner, mode = ValueScan(), TAIL
+            elif final or after.in_string:
+                piece, scanner = buffer, after
+            else:  # whitespace or a partial closing tag may end the arguments: wait
+                cut = len(buffer) - pending_prefix(buffer, (CLOSE,))
+                cut = len(buffer[:cut].rstrip())
+                piece, held = buffer[:cut], buffer[cut:]
+                _, scanner = scan(scanner, piece)
+            if not started:
+                piece = piece.lstrip()
+            if piece:
+                deltas.append(ToolCallDelta(calls - 1, None, piece))
+            if mode == ARGS:
+                break
+            buffer = rest
+        elif mode == LIST_TAIL:  # the element's "}", then "," (next call) or "]"
+            found = earliest(buffer, (",", "]"))
+            if found is None:
+                break
+            mode, buffer = (LIST_HEAD if found[1] == "," else AFTER), buffer[found[0] + 1:]
+        else:  # TAIL, AFTER: drop text up to the next marker
+            marker = CLOSE if mode == TAIL else OPEN
+            found = earliest(buffer, (marker,))
+            if found is None:
+                held = "" if final else buffer[len(buffer) - pending_prefix(buffer, (marker,)):]
+                break
+            buffer = buffer[found[0] + len(marker):]
+            mode = AFTER if mode == TAIL else HEAD
+    return ("".join(content), _merge(deltas),
+            HermesState(mode, held, calls, spoke, scanner, form))
+
+
+def _closing_tag(scanner: ValueScan, text: str) -> int | None:
+    """Position of the first ``</tool_call>`` in ``text`` that is not inside a JSON string."""
+    at = text.find(CLOSE)
+    while at >= 0:
+        if not scan(scanner, text[:at])[1].in_string:
+            return at
+        at = text.find(CLOSE, at + 1)
+    return None
+
+
+def _merge(deltas: list[ToolCallDelta]) -> list[ToolCallDelta]:
+    """One delta per call index and chunk: name and argument text joined."""
+    merged: list[ToolCallDelta] = []
+    for delta in deltas:
+        if merged and merged[-1].index == delta.index:
+            last = merged[-1]
+            merged[-1] = ToolCallDelta(last.index, last.name or delta.name,
+                                       last.arguments + delta.arguments)
+        else:
+            merged.append(delta)
+    return [d for d in merged if d.name is not None or d.arguments]

@@ -1,0 +1,64 @@
+"""A resumable scanner that finds where one JSON value ends, a chunk at a time.
+
+Tool-call arguments are streamed as the model writes them; the scanner only tracks nesting
+depth, strings and escapes (a few integers of state), never re-parsing what came before.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+_SCALAR_END = frozenset(",}] \t\r\n")
+
+
+@dataclass(frozen=True, slots=True)
+class ValueScan:
+    """Progress through one JSON value."""
+
+    started: bool = False
+    depth: int = 0
+    in_string: bool = False
+    escaped: bool = False
+    scalar: bool = False
+
+
+def scan(state: ValueScan, text: str) -> tuple[int | None, ValueScan]:
+    """Where in ``text`` the value ends (index just past it), or None and the state to
+    resume from. Leading whitespace before the value is skipped (and counted)."""
+    started, depth = state.started, state.depth
+    in_string, escaped, scalar = state.in_string, state.escaped, state.scalar
+    for i, ch in enumerate(text):
+        if not started:
+            if ch.isspace():
+                continue
+            started = True
+            if ch in "{[":
+                depth = 1
+            elif ch == '"':
+                in_string = True
+            else:
+                scalar = True
+            continue
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+                if depth == 0:
+                    return i + 1, ValueScan()
+            continue
+        if scalar:
+            if ch in _SCALAR_END:
+                return i, ValueScan()
+            continue
+        if ch == '"':
+            in_string = True
+        elif ch in "{[":
+            depth += 1
+        elif ch in "}]":
+            depth -= 1
+            if depth == 0:
+                return i + 1, ValueScan()
+    return None, ValueScan(started, depth, in_string, escaped, scalar)
