@@ -94,3 +94,24 @@ def test_settings_from_environment(tmp_path: Path) -> None:
     assert Settings.from_env({"AWS_LAMBDA_FUNCTION_NAME": "f"}).on_lambda
     with pytest.raises(ValueError, match="DERENDER_MAX_BODY_BYTES must be an integer"):
         Settings.from_env({"DERENDER_MAX_BODY_BYTES": "lots"})
+
+
+def test_configuration_chooses_parsers_over_the_manifest(tmp_path: Path) -> None:
+    _copy("gpt2", tmp_path, {"reasoning_parser": "qwen3"})
+    _copy("mistral-7b", tmp_path)
+    plain = ModelRegistry(tmp_path)
+    assert (plain.info("gpt2").reasoning_parser, plain.info("gpt2").tool_parser) == ("qwen3", None)
+    chosen = ModelRegistry(tmp_path, parsers={"gpt2": (None, None),
+                                              "mistral-7b": ("deepseek_r1", "hermes")})
+    assert not chosen.info("gpt2").has_parser
+    assert (chosen.info("mistral-7b").reasoning_parser,
+            chosen.info("mistral-7b").tool_parser) == ("deepseek_r1", "hermes")
+    with pytest.raises(RuntimeError, match="unknown model folders: llama"):
+        ModelRegistry(tmp_path, parsers={"llama": ("qwen3", None)})
+    with pytest.raises(RuntimeError, match="not implemented"):
+        ModelRegistry(tmp_path, parsers={"gpt2": ("no_such_parser", None)})
+    spec = "qwen3:qwen3:hermes, deepseek-v3:deepseek_r1:"
+    settings = Settings.from_env({"DERENDER_PARSERS": spec})
+    assert settings.parsers == {"qwen3": ("qwen3", "hermes"), "deepseek-v3": ("deepseek_r1", None)}
+    with pytest.raises(ValueError, match="folder:reasoning_parser:tool_parser"):
+        Settings.from_env({"DERENDER_PARSERS": "qwen3=hermes"})

@@ -18,6 +18,7 @@ MAX_BODY_BYTES = "DERENDER_MAX_BODY_BYTES"
 SIGNING_KEYS = "DERENDER_SIGNING_KEYS"
 STATE_TTL_SECONDS = "DERENDER_STATE_TTL_SECONDS"
 MAX_STATE_CHARS = "DERENDER_MAX_STATE_CHARS"
+PARSERS = "DERENDER_PARSERS"
 LAMBDA_FUNCTION_NAME = "AWS_LAMBDA_FUNCTION_NAME"
 
 LAMBDA_LAYER_MODELS = Path("/opt/tokenizers")
@@ -46,6 +47,9 @@ class Settings:
     """How long a stream's state stays valid, counted from its first chunk."""
     max_state_chars: int = 4096
     """Largest ``stream_state`` token accepted (checked before decoding)."""
+    parsers: dict[str, tuple[str | None, str | None]] = field(default_factory=dict)
+    """Per model folder, (reasoning parser, tool parser) replacing its manifest's; from
+    ``folder:reasoning:tool[,...]`` (an empty name is none)."""
     on_lambda: bool = False
     """Running inside AWS Lambda: streaming refuses to work without a configured key."""
 
@@ -67,8 +71,20 @@ class Settings:
             signing_keys=env.get(SIGNING_KEYS) or None,
             state_ttl_seconds=_int(env, STATE_TTL_SECONDS, cls.state_ttl_seconds),
             max_state_chars=_int(env, MAX_STATE_CHARS, cls.max_state_chars),
+            parsers=_parsers(env.get(PARSERS) or ""),
             on_lambda=bool(env.get(LAMBDA_FUNCTION_NAME)),
         )
+
+
+def _parsers(spec: str) -> dict[str, tuple[str | None, str | None]]:
+    choices: dict[str, tuple[str | None, str | None]] = {}
+    for entry in filter(None, (e.strip() for e in spec.split(","))):
+        parts = entry.split(":")
+        if len(parts) != 3 or not parts[0]:
+            raise ValueError(f"{PARSERS} entries are folder:reasoning_parser:tool_parser, "
+                             f"got {entry!r}")
+        choices[parts[0]] = (parts[1] or None, parts[2] or None)
+    return choices
 
 
 def _int(env: Mapping[str, str], name: str, default: int) -> int:

@@ -115,7 +115,8 @@ def create_app(settings: Settings | None = None, registry: ModelRegistry | None 
                ) -> FastAPI:
     """The service; ``settings`` default to the environment."""
     settings = settings or Settings.from_env()
-    registry = registry or ModelRegistry(settings.models_dir, settings.default_model)
+    registry = registry or ModelRegistry(settings.models_dir, settings.default_model,
+                                         settings.parsers)
     app = FastAPI(title="derender", version="0.1.0", docs_url=None, redoc_url=None,
                   description="Token ids from a generate engine back into OpenAI responses.")
     app.state.registry = registry

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -65,16 +66,23 @@ def _read_json(path: Path) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def read_model_info(folder: Path) -> ModelInfo:
-    """Describe one model folder from its config files and manifest."""
+ParserChoice = tuple[str | None, str | None]
+"""(reasoning parser, tool parser) of a model; None for none."""
+
+
+def read_model_info(folder: Path, parsers: ParserChoice | None = None) -> ModelInfo:
+    """Describe one model folder from its config files and manifest; ``parsers`` (from
+    configuration) replace the manifest's."""
     manifest = _read_json(folder / MANIFEST)
     config = _read_json(folder / "config.json")
     names = manifest.get("served_names") or [folder.name]
+    if parsers is not None:
+        manifest["reasoning_parser"], manifest["tool_parser"] = parsers
     for key, known in (("reasoning_parser", REASONING_PARSERS), ("tool_parser", TOOL_PARSERS)):
         name = manifest.get(key)
         if name is not None and name not in known:
-            raise RuntimeError(f"{folder / MANIFEST}: {key} {name!r} is not implemented "
-                               f"(available: {', '.join(sorted(known)) or 'none yet'})")
+            raise RuntimeError(f"{folder.name}: {key} {name!r} is not implemented "
+                               f"(available: {', '.join(sorted(known))})")
     lengths = [v for k in _LENGTH_KEYS if isinstance(v := config.get(k), int) and v > 0]
     max_len = manifest.get("max_model_len") or min(lengths, default=None)
     return ModelInfo(
@@ -98,12 +106,19 @@ def load_vocabulary(folder: Path) -> Vocabulary:
 class ModelRegistry:
     """Served names → models; loads each tokenizer once, safely under concurrent requests."""
 
-    def __init__(self, models_dir: Path, default_model: str | None = None) -> None:
+    def __init__(self, models_dir: Path, default_model: str | None = None,
+                 parsers: Mapping[str, ParserChoice] | None = None) -> None:
+        """``parsers``: per model folder name, parsers replacing its manifest's."""
         folders = sorted(p for p in models_dir.iterdir() if (p / "tokenizer.json").is_file()) \
             if models_dir.is_dir() else []
         if not folders:
             raise RuntimeError(f"no model folder with a tokenizer.json in {models_dir}")
-        self._infos = [read_model_info(folder) for folder in folders]
+        parsers = parsers or {}
+        unknown = set(parsers) - {folder.name for folder in folders}
+        if unknown:
+            raise RuntimeError(f"parsers configured for unknown model folders: "
+                               f"{', '.join(sorted(unknown))}")
+        self._infos = [read_model_info(folder, parsers.get(folder.name)) for folder in folders]
         self._by_name: dict[str, ModelInfo] = {}
         for info in self._infos:
             for name in info.served_names:
