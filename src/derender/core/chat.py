@@ -87,8 +87,9 @@ def derender_chat(body: DerenderChatRequest, model: ServedModel, max_n_sequences
 
     request = body.chat_request
     settings = decode_settings(request, preserve_special=info.has_parser)
-    parsing = (parsers.parser_settings(info.reasoning_parser, info.tool_parser, request)
+    parsing = (parsers.parser_settings(info.reasoning_parser, info.tool_parser, request, vocab)
                if info.has_parser and request is not None else None)
+    text_vocab = vocab.marked if parsing is not None else vocab
     hide = parsing is not None and not parsing.include_reasoning
     prompt_ids = body.prompt_token_ids
     if prompt_ids is None:
@@ -107,7 +108,7 @@ def derender_chat(body: DerenderChatRequest, model: ServedModel, max_n_sequences
         check_token_range(ids, vocab.size, f"choice {choice.index}")
         check_logprob_range(choice.logprobs, vocab.size, f"choice {choice.index}")
         completion_tokens += len(ids)
-        text, stop_reason = sequence_text(vocab, seed, ids, choice.finish_reason,
+        text, stop_reason = sequence_text(text_vocab, seed, ids, choice.finish_reason,
                                           choice.stop_reason, settings)
         logprobs = None
         if choice.logprobs is not None and not hide:
@@ -172,7 +173,8 @@ def derender_chat_stream(
             raise BadRequestError(PARSER_NEEDS_CHAT_REQUEST)
         if body.prompt_token_ids is None:
             raise BadRequestError(PARSER_NEEDS_PROMPT_IDS)
-        parsing = parsers.parser_settings(info.reasoning_parser, info.tool_parser, request)
+        parsing = parsers.parser_settings(info.reasoning_parser, info.tool_parser, request,
+                                          model.vocab)
     settings = StreamSettings("chat", model, decode_settings(request, info.has_parser),
                               chat_top_logprobs(request), ttl_seconds, parsing)
     hide = parsing is not None and not parsing.include_reasoning

@@ -34,6 +34,7 @@ from derender.core.stops import (
 )
 from derender.core.stream_state import StopProgress, StreamState, fingerprint
 from derender.core.usage import usage
+from derender.core.vocab import Vocabulary
 from derender.protocol import GenerateStreamChoice, GenerateTokensStreamResponse, GenerateUsage
 
 JSON = dict[str, Any]
@@ -54,6 +55,11 @@ class StreamSettings:
     ttl_seconds: int
     parsing: ParserSettings | None = None
     """Reasoning/tool parsing (chat with a parser configured)."""
+
+    @property
+    def text_vocab(self) -> Vocabulary:
+        """The vocabulary text is decoded with: markers as stand-ins on the parser path."""
+        return self.model.vocab if self.parsing is None else self.model.vocab.marked
 
     def binding(self, chunk: GenerateTokensStreamResponse) -> bytes:
         """Fingerprint of route, model, request id and decode settings.
@@ -155,8 +161,8 @@ def advance(settings: StreamSettings, state: StreamState, choice: GenerateStream
         head_n = max(0, min(len(kept), stops.min_tokens - decoded))
         head = ""
         if head_n:
-            head, window = detokenize(vocab, window, kept[:head_n], skip)
-        tail, window = detokenize(vocab, window, kept[head_n:], skip)
+            head, window = detokenize(settings.text_vocab, window, kept[:head_n], skip)
+        tail, window = detokenize(settings.text_vocab, window, kept[head_n:], skip)
         head_chars = progress.head_chars
         if head_chars is None and decoded + len(kept) >= stops.min_tokens:
             head_chars = progress.text_chars + len(head)

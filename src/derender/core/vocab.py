@@ -15,6 +15,8 @@ of ``tokenizer.json``, which marks many more added tokens (Llama 3's reserved to
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -23,6 +25,12 @@ from typing import Any
 from tokenizers import Tokenizer
 
 REPLACEMENT_CHAR = "\ufffd"
+
+MARKUP = ("<think>", "</think>", "<tool_call>", "</tool_call>", "<|im_start|>", "<|im_end|>")
+"""Parser markers. Where the vocabulary has one as a single token, parsers match that token,
+not the same characters spelled by ordinary tokens (a model writing about ``<tool_call>``)."""
+RESTORE_MARKUP = {0xE000 + i: marker for i, marker in enumerate(MARKUP)}
+"""``str.translate`` table turning marker stand-ins back into the markers' text."""
 
 # Decoders whose output for a valid-UTF-8 run of pieces is the concatenation of the pieces'
 # texts apart from the very first piece (Strip/Metaspace drop one leading space there). The
@@ -81,6 +89,23 @@ class Vocabulary:
     space_marker: str | None
     fast_path: bool
     """True when the decoder is prefix-consistent (see ``_PREFIX_CONSISTENT_DECODERS``)."""
+
+    @functools.cached_property
+    def marked(self) -> Vocabulary:
+        """This vocabulary with each single-token marker decoding to a private-use stand-in
+        (U+E000 + its index in ``MARKUP``), for the parser path."""
+        pieces = list(self.pieces)
+        for index, marker in enumerate(MARKUP):
+            token = self.tokenizer.token_to_id(marker)
+            if token is not None:
+                pieces[token] = chr(0xE000 + index)
+        return dataclasses.replace(self, pieces=pieces)
+
+    def spelled(self, marker: str) -> str:
+        """How ``marker`` appears in text decoded with ``marked``."""
+        if self.tokenizer.token_to_id(marker) is None:
+            return marker
+        return chr(0xE000 + MARKUP.index(marker))
 
     @property
     def size(self) -> int:

@@ -11,7 +11,7 @@ from typing import Any
 from derender.core.parsers import hermes, reasoning
 from derender.core.parsers.hermes import HermesState, ToolCallDelta
 from derender.core.parsers.reasoning import ReasoningFormat, ReasoningState
-from derender.core.vocab import Vocabulary
+from derender.core.vocab import MARKUP, RESTORE_MARKUP, Vocabulary
 from derender.protocol import ChatRequest
 
 REASONING_PARSERS = frozenset(reasoning.FORMATS)
@@ -36,6 +36,12 @@ class ParserSettings:
     """The named function of ``tool_choice``, whose bare JSON arguments may be the output."""
     parallel: bool
     include_reasoning: bool
+    spell: tuple[tuple[str, str], ...] = ()
+    """Each marker and how it appears in text decoded with the marked vocabulary."""
+
+    @property
+    def spelling(self) -> dict[str, str]:
+        return dict(self.spell)
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,7 +73,7 @@ def template_thinking(request: ChatRequest) -> bool:
 
 
 def parser_settings(reasoning_parser: str | None, tool_parser: str | None,
-                    request: ChatRequest) -> ParserSettings:
+                    request: ChatRequest, vocab: Vocabulary) -> ParserSettings:
     choice: Any = request.tool_choice
     named = isinstance(choice, dict)
     forced = named or choice == "required"
@@ -79,6 +85,7 @@ def parser_settings(reasoning_parser: str | None, tool_parser: str | None,
         named=named, forced_name=(choice.get("function") or {}).get("name") if named else None,
         parallel=request.parallel_tool_calls is not False,
         include_reasoning=request.include_reasoning,
+        spell=tuple((marker, vocab.spelled(marker)) for marker in MARKUP),
     )
 
 
@@ -95,23 +102,29 @@ def start(settings: ParserSettings, vocab: Vocabulary, prompt_ids: Sequence[int]
 def feed(settings: ParserSettings, state: ParserState, text: str, final: bool
          ) -> tuple[ParsedDelta, ParserState]:
     """Reasoning, content and tool-call deltas of new text."""
+    spell = settings.spelling
     thought, content = "", text
     reasoning_state = state.reasoning
     if settings.reasoning is not None and reasoning_state is not None:
-        split, reasoning_state = reasoning.feed(settings.reasoning, reasoning_state, text, final)
+        split, reasoning_state = reasoning.feed(settings.reasoning, reasoning_state, text, final,
+                                                spell)
         thought, content = split.reasoning, split.content
     calls: list[ToolCallDelta] = []
     tool_state = state.tools
     if tool_state is not None:
-        content, calls, tool_state = hermes.feed(tool_state, content, final,
-                                                 settings.forced_name,
-                                                 settings.forced and not settings.named)
+        content, calls, tool_state = hermes.feed(
+            tool_state, content, final, settings.forced_name,
+            settings.forced and not settings.named,
+            (spell[hermes.OPEN], spell[hermes.CLOSE]))
         if not settings.keep_calls:
             calls = []
         elif not settings.parallel:
             calls = [c for c in calls if c.index == 0]
-    return (ParsedDelta(thought if settings.include_reasoning else "", content, calls),
-            ParserState(reasoning_state, tool_state, state.calls_kept or bool(calls)))
+    calls = [ToolCallDelta(c.index, c.name, c.arguments.translate(RESTORE_MARKUP))
+             for c in calls]
+    delta = ParsedDelta((thought if settings.include_reasoning else "").translate(RESTORE_MARKUP),
+                        content.translate(RESTORE_MARKUP), calls)
+    return delta, ParserState(reasoning_state, tool_state, state.calls_kept or bool(calls))
 
 
 def tool_call_id(request_id: str, choice_index: int, call_index: int) -> str:

@@ -58,12 +58,15 @@ class HermesState:
 
 
 def feed(state: HermesState, text: str, final: bool, forced_name: str | None = None,
-         required: bool = False) -> tuple[str, list[ToolCallDelta], HermesState]:
+         required: bool = False, tags: tuple[str, str] = (OPEN, CLOSE)
+         ) -> tuple[str, list[ToolCallDelta], HermesState]:
     """Content and tool-call deltas for new text; ``final`` settles what was held back.
 
     With a forced ``tool_choice`` the output may also be JSON (the engine may have constrained
-    it to the schema instead of the model's format): its first character decides.
+    it to the schema instead of the model's format): its first character decides. ``tags``
+    are the opening and closing tags as they appear in the text.
     """
+    open_tag, close_tag = tags
     buffer = state.held + text
     mode, calls, spoke, scanner = state.mode, state.calls, state.spoke, state.scan
     form = state.form
@@ -82,9 +85,9 @@ def feed(state: HermesState, text: str, final: bool, forced_name: str | None = N
                 form, mode, buffer, scanner = BARE, ARGS, buffer.lstrip(), ValueScan()
                 continue
         if mode == CONTENT:
-            found = earliest(buffer, (OPEN,))
+            found = earliest(buffer, (open_tag,))
             if found is None:
-                hold = 0 if final else pending_prefix(buffer, (OPEN,))
+                hold = 0 if final else pending_prefix(buffer, (open_tag,))
                 out = buffer[:len(buffer) - hold]
                 if not spoke and not final and not out.strip():
                     hold = len(buffer)  # whitespace may precede a call: not content then
@@ -97,21 +100,21 @@ def feed(state: HermesState, text: str, final: bool, forced_name: str | None = N
             if spoke or before.strip():
                 content.append(before)
                 spoke = True
-            mode, buffer = HEAD, buffer[found[0] + len(OPEN):]
+            mode, buffer = HEAD, buffer[found[0] + len(open_tag):]
         elif mode == LIST_HEAD and _LIST_END.match(buffer):
             mode, buffer = AFTER, ""
         elif mode in (HEAD, LIST_HEAD):
             match = (_HEAD if mode == HEAD else _LIST_HEAD).match(buffer)
-            closed = mode == HEAD and CLOSE in buffer
+            closed = mode == HEAD and close_tag in buffer
             if match is None and not (final or closed or len(buffer) > MAX_HEAD):
                 held = buffer
                 break
             if match is None:  # not a call we can read: give the text back as content
-                opener = OPEN if mode == HEAD else "["
+                opener = open_tag if mode == HEAD else "["
                 content.append(opener + buffer if not closed else
-                               opener + buffer[:buffer.index(CLOSE) + len(CLOSE)])
+                               opener + buffer[:buffer.index(close_tag) + len(close_tag)])
                 spoke = True
-                buffer = "" if not closed else buffer[buffer.index(CLOSE) + len(CLOSE):]
+                buffer = "" if not closed else buffer[buffer.index(close_tag) + len(close_tag):]
                 mode = CONTENT
                 if not buffer:
                     break
@@ -123,7 +126,7 @@ def feed(state: HermesState, text: str, final: bool, forced_name: str | None = N
             started = scanner.started
             end, after = scan(scanner, buffer)
             rest = ""
-            close = _closing_tag(scanner, buffer)
+            close = _closing_tag(scanner, buffer, close_tag)
             if end is not None and (close is None or end <= close):
                 piece, rest, scanner = buffer[:end], buffer[end:], ValueScan()
                 mode = {TAGGED: TAIL, LISTED: LIST_TAIL, BARE: AFTER}[form]
@@ -133,7 +136,7 @@ def feed(state: HermesState, text: str, final: bool, forced_name: str | None = N
             elif final or after.in_string:
                 piece, scanner = buffer, after
             else:  # whitespace or a partial closing tag may end the arguments: wait
-                cut = len(buffer) - pending_prefix(buffer, (CLOSE,))
+                cut = len(buffer) - pending_prefix(buffer, (close_tag,))
                 cut = len(buffer[:cut].rstrip())
                 piece, held = buffer[:cut], buffer[cut:]
                 _, scanner = scan(scanner, piece)
@@ -150,7 +153,7 @@ def feed(state: HermesState, text: str, final: bool, forced_name: str | None = N
                 break
             mode, buffer = (LIST_HEAD if found[1] == "," else AFTER), buffer[found[0] + 1:]
         else:  # TAIL, AFTER: drop text up to the next marker
-            marker = CLOSE if mode == TAIL else OPEN
+            marker = close_tag if mode == TAIL else open_tag
             found = earliest(buffer, (marker,))
             if found is None:
                 held = "" if final else buffer[len(buffer) - pending_prefix(buffer, (marker,)):]
@@ -161,13 +164,13 @@ def feed(state: HermesState, text: str, final: bool, forced_name: str | None = N
             HermesState(mode, held, calls, spoke, scanner, form))
 
 
-def _closing_tag(scanner: ValueScan, text: str) -> int | None:
-    """Position of the first ``</tool_call>`` in ``text`` that is not inside a JSON string."""
-    at = text.find(CLOSE)
+def _closing_tag(scanner: ValueScan, text: str, close_tag: str) -> int | None:
+    """Position of the first closing tag in ``text`` that is not inside a JSON string."""
+    at = text.find(close_tag)
     while at >= 0:
         if not scan(scanner, text[:at])[1].in_string:
             return at
-        at = text.find(CLOSE, at + 1)
+        at = text.find(close_tag, at + 1)
     return None
 
 

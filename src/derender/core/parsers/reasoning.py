@@ -13,7 +13,7 @@ could still become a marker. Formats, as vLLM 0.33 names them:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from derender.core.markers import earliest, pending_prefix
@@ -90,28 +90,31 @@ def start(fmt: ReasoningFormat, vocab: Vocabulary, prompt_ids: Sequence[int] | N
     return ReasoningState(True)
 
 
-def feed(fmt: ReasoningFormat, state: ReasoningState, text: str, final: bool
-         ) -> tuple[ReasoningDelta, ReasoningState]:
-    """Split new text; ``final`` releases what was held back."""
+def feed(fmt: ReasoningFormat, state: ReasoningState, text: str, final: bool,
+         spell: Mapping[str, str]) -> tuple[ReasoningDelta, ReasoningState]:
+    """Split new text; ``final`` releases what was held back. ``spell`` maps each marker to
+    how it appears in the text (a stand-in character where it is a single token)."""
+    end_think = spell[END_THINK]
+    implicit = {spell[m] for m in fmt.ends_implicitly}
     buffer = state.held + text
     in_reasoning = state.reasoning
     reasoning: list[str] = []
     content: list[str] = []
     pos = 0
     while True:
-        markers = fmt.markers(in_reasoning)
+        markers = [spell[m] for m in fmt.markers(in_reasoning)]
         found = earliest(buffer, markers, pos) if markers else None
         if found is None:
             break
         at, marker = found
         (reasoning if in_reasoning else content).append(buffer[pos:at])
         pos = at + len(marker)
-        if in_reasoning and marker == END_THINK:
+        if in_reasoning and marker == end_think:
             in_reasoning = False
-        elif in_reasoning and marker in fmt.ends_implicitly:
+        elif in_reasoning and marker in implicit:
             in_reasoning = False
             content.append(marker)
-    markers = fmt.markers(in_reasoning)
+    markers = [spell[m] for m in fmt.markers(in_reasoning)]
     hold = 0 if final else pending_prefix(buffer[pos:], markers)
     (reasoning if in_reasoning else content).append(buffer[pos:len(buffer) - hold])
     return (ReasoningDelta("".join(reasoning), "".join(content)),
