@@ -1,4 +1,5 @@
-"""Non-streaming chat derender: one engine result into an OpenAI ``chat.completion``."""
+"""Chat derender: an engine result into a ``chat.completion``, or engine chunks into
+``chat.completion.chunk``s, with reasoning/tool-call parsing when the model has parsers."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Non-streaming completions derender: engine results (one per prompt) into a
-``text_completion``."""
+"""Completions derender: engine results (one per prompt) into a ``text_completion``, or
+engine chunks into ``text_completion`` chunks."""
 
 from __future__ import annotations
 
