@@ -52,6 +52,11 @@ def _token_content(value: Any) -> str | None:
     return None
 
 
+def _component(component: Any) -> Any:
+    """A tokenizer component's own JSON (cheaper than parsing the whole tokenizer.json)."""
+    return None if component is None else json.loads(component.__getstate__())
+
+
 def _decoder_types(spec: Any) -> set[str]:
     if not isinstance(spec, dict):
         return set()
@@ -136,7 +141,6 @@ class Vocabulary:
     ) -> Vocabulary:
         """Build from the text of ``tokenizer.json`` and the two parsed config files."""
         tokenizer = Tokenizer.from_str(tokenizer_json)
-        spec = json.loads(tokenizer_json)
         vocab = tokenizer.get_vocab(with_added_tokens=True)
         size = max(vocab.values(), default=-1) + 1
         pieces = [""] * size
@@ -168,13 +172,13 @@ class Vocabulary:
         if eos_id is not None:
             model_eos.add(eos_id)
 
-        decoders = _decoder_types(spec.get("decoder"))
+        decoders = _decoder_types(_component(tokenizer.decoder))
         return cls(
             tokenizer=tokenizer,
             pieces=pieces,
             special_ids=special_ids,
             eos_id=eos_id,
             model_eos_ids=frozenset(model_eos),
-            space_marker=_space_marker(spec.get("pre_tokenizer")),
+            space_marker=_space_marker(_component(tokenizer.pre_tokenizer)),
             fast_path=bool(decoders) and decoders <= _PREFIX_CONSISTENT_DECODERS,
         )
