@@ -18,8 +18,12 @@ from derender.core.markers import earliest, pending_prefix
 from derender.core.parsers.json_value import ValueScan, scan
 
 OPEN, CLOSE = "<tool_call>", "</tool_call>"
-MAX_HEAD = 512
-"""Characters of a call read before its name must be known; past that it is content."""
+MAX_HEAD = 1024
+"""Characters of a call read before its name must be known (or, for a call giving its
+arguments first, the whole call); past that its text is content."""
+MAX_LEADING_SPACE = 256
+"""Whitespace before the first call that is dropped with it; more is content (either way
+the state stays small)."""
 
 _HEAD = re.compile(r'\s*\{\s*"name"\s*:\s*"((?:[^"\\]|\\.)*)"\s*,\s*"arguments"\s*:\s*')
 
@@ -32,6 +36,7 @@ FORMS = (TAGGED, LISTED, BARE)
 """How calls are written: hermes tags; for ``tool_choice`` "required" a JSON list of
 ``{"name", "parameters"}``; for a named function the bare arguments object."""
 
+_FLIPPED = re.compile(r'\s*\{\s*"arguments"\s*:\s*')
 _LIST_HEAD = re.compile(r'\s*\{\s*"name"\s*:\s*"((?:[^"\\]|\\.)*)"\s*,\s*"parameters"\s*:\s*')
 _LIST_END = re.compile(r'\s*\]')
 
@@ -89,9 +94,12 @@ def feed(state: HermesState, text: str, final: bool, forced_name: str | None = N
             if found is None:
                 hold = 0 if final else pending_prefix(buffer, (open_tag,))
                 out = buffer[:len(buffer) - hold]
-                if not spoke and not final and not out.strip():
-                    hold = len(buffer)  # whitespace may precede a call: not content then
-                    out = ""
+                if not spoke and not out.strip():
+                    if final and (forced_name or required):
+                        out = ""  # forced tool choice: whitespace alone is no content
+                    elif not final and len(out) <= MAX_LEADING_SPACE:
+                        hold = len(buffer)  # whitespace may precede a call: not content then
+                        out = ""
                 content.append(out)
                 spoke = spoke or bool(out.strip())
                 held = buffer[len(buffer) - hold:]
@@ -105,33 +113,40 @@ def feed(state: HermesState, text: str, final: bool, forced_name: str | None = N
             mode, buffer = AFTER, ""
         elif mode in (HEAD, LIST_HEAD):
             match = (_HEAD if mode == HEAD else _LIST_HEAD).match(buffer)
-            closed = mode == HEAD and close_tag in buffer
-            if match is None and not (final or closed or len(buffer) > MAX_HEAD):
+            if match is not None and match.end() <= MAX_HEAD:
+                deltas.append(ToolCallDelta(calls, json.loads(f'"{match.group(1)}"'), ""))
+                calls += 1
+                mode, buffer, scanner = ARGS, buffer[match.end():], ValueScan()
+                continue
+            close = buffer.find(close_tag) if mode == HEAD else -1
+            closed = 0 <= close < MAX_HEAD
+            if not (final or closed or len(buffer) >= MAX_HEAD + len(close_tag)):
                 held = buffer
                 break
-            if match is None:  # not a call we can read: give the text back as content
-                opener = open_tag if mode == HEAD else "["
-                content.append(opener + buffer if not closed else
-                               opener + buffer[:buffer.index(close_tag) + len(close_tag)])
-                spoke = True
-                buffer = "" if not closed else buffer[buffer.index(close_tag) + len(close_tag):]
-                mode = CONTENT
-                if not buffer:
-                    break
+            region = buffer[:close] if closed else buffer
+            flipped = _flipped_call(region) if mode == HEAD and (closed or final) else None
+            if flipped is not None:  # {"arguments": …, "name": …}: read whole
+                deltas.append(ToolCallDelta(calls, *flipped))
+                calls += 1
+                mode, buffer = AFTER, buffer[close + len(close_tag):] if closed else ""
                 continue
-            deltas.append(ToolCallDelta(calls, json.loads(f'"{match.group(1)}"'), ""))
-            calls += 1
-            mode, buffer, scanner = ARGS, buffer[match.end():], ValueScan()
+            # Not a call we can read: its text (to its closing tag, or MAX_HEAD characters)
+            # comes back as content.
+            cut = close + len(close_tag) if closed else min(len(buffer), MAX_HEAD)
+            content.append((open_tag if mode == HEAD else "[") + buffer[:cut])
+            spoke, mode, buffer = True, CONTENT, buffer[cut:]
+            if not buffer:
+                break
         elif mode == ARGS:
             started = scanner.started
             end, after = scan(scanner, buffer)
             rest = ""
-            close = _closing_tag(scanner, buffer, close_tag)
-            if end is not None and (close is None or end <= close):
+            tag_at = _closing_tag(scanner, buffer, close_tag)
+            if end is not None and (tag_at is None or end <= tag_at):
                 piece, rest, scanner = buffer[:end], buffer[end:], ValueScan()
                 mode = {TAGGED: TAIL, LISTED: LIST_TAIL, BARE: AFTER}[form]
-            elif close is not None:  # arguments cut short by the closing tag
-                piece, rest = buffer[:close].rstrip(), buffer[close:]
+            elif tag_at is not None:  # arguments cut short by the closing tag
+                piece, rest = buffer[:tag_at].rstrip(), buffer[tag_at:]
                 scanner, mode = ValueScan(), TAIL
             elif final or after.in_string:
                 piece, scanner = buffer, after
@@ -162,6 +177,21 @@ def feed(state: HermesState, text: str, final: bool, forced_name: str | None = N
             mode = AFTER if mode == TAIL else HEAD
     return ("".join(content), _merge(deltas),
             HermesState(mode, held, calls, spoke, scanner, form))
+
+
+def _flipped_call(region: str) -> tuple[str, str] | None:
+    """Name and raw arguments of a whole call written arguments first, if it reads as one."""
+    match = _FLIPPED.match(region)
+    if match is None:
+        return None
+    try:
+        call = json.loads(region)
+    except ValueError:
+        return None
+    if not isinstance(call, dict) or not isinstance(call.get("name"), str):
+        return None
+    end, _ = scan(ValueScan(), region[match.end():])
+    return None if end is None else (call["name"], region[match.end():match.end() + end])
 
 
 def _closing_tag(scanner: ValueScan, text: str, close_tag: str) -> int | None:
