@@ -3,7 +3,8 @@
 Each file is named ``<source>.<route>[.<variant>].json``; ``route`` picks the function (``health``
 goes through both). The expectations below are written out by hand: the texts are the strings
 whose Qwen3 token ids the event bodies carry (chat ids end with the EOS ``<|im_end|>``, which
-never reaches the text), and the error envelopes are those of vLLM 0.33.
+never reaches the text; a streaming event carries one first chunk, so its text is the whole
+delta), and the error envelopes are those of vLLM 0.33 (or ours, for stream states).
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ from __future__ import annotations
 import base64
 import importlib
 import json
+import os
+import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -66,6 +69,20 @@ class Completion:
 
 
 @dataclass(frozen=True)
+class ChatChunk:
+    """A first streaming chunk (no ``stream_state`` sent, no finish yet)."""
+
+    text: str
+    id: str
+
+
+@dataclass(frozen=True)
+class CompletionChunk:
+    text: str
+    id: str
+
+
+@dataclass(frozen=True)
 class Error:
     status: int
     type: str
@@ -80,13 +97,22 @@ class Health:
     pass
 
 
-Expected = Chat | Completion | Error | Health
+Expected = Chat | Completion | ChatChunk | CompletionChunk | Error | Health
 
 GREETING = "Hello from Lambda! Grüße aus der Cloud ☁️"  # 12 ids
 HELLO = "Hello world! How are you"  # 6 ids
 BONJOUR = "Bonjour — ça va? 👋"  # 7 ids
 PARIS = " Paris. It is known for the Eiffel Tower"  # 11 ids
 CAPITAL = " the capital of France"  # 4 ids
+STREAMING = "Streaming from Lambda, one chunk"  # 6 ids
+AT_A_TIME = " one chunk at a time"  # 5 ids
+HI = "Hi there"  # 2 ids
+THROUGH = " through a function URL"  # 4 ids
+NOT_A_TOKEN = Error(400, "BadRequestError", None,
+                    "stream_state must be the token returned by the previous call of this "
+                    "stream (a string); omit it on the first call")
+BAD_ENCODING = Error(400, "BadRequestError", None,
+                     "stream_state is not a valid token (bad encoding)")
 
 MEDIA_TYPE = Error(400, "Bad Request", None,
                    "1 validation error:\n  Unsupported Media Type: Only 'application/json' is "
@@ -107,12 +133,16 @@ def not_found(model: str) -> Error:
 EXPECTED: dict[str, Expected] = {
     "http-api-v2.chat": Chat(GREETING, "evt-http-chat", 5, 13),
     "http-api-v2.chat.base64": Chat(HELLO, "evt-http-chat-b64", 12, 7),
+    # vLLM 0.33's plain JSON stream state, which we refuse
+    "http-api-v2.chat.bad-stream-state": NOT_A_TOKEN,
+    "http-api-v2.chat.stream": ChatChunk(STREAMING, "evt-http-chat-stream"),
     "http-api-v2.chat.unknown-model": not_found("gpt-4o"),
     "http-api-v2.chat.wrong-content-type": MEDIA_TYPE,
     "http-api-v2.completions": Completion(PARIS, "evt-http-cmpl", 4, 11),
     "http-api-v2.completions.base64": Completion(CAPITAL, "evt-http-cmpl-b64", 6, 4),
     # a trailing comma: the parser stops at the closing brace, character 98
     "http-api-v2.completions.malformed-json": json_invalid(98),
+    "http-api-v2.completions.stream": CompletionChunk(AT_A_TIME, "evt-http-cmpl-stream"),
     "http-api-v2.health": Health(),
     "rest-v1.chat": Chat(BONJOUR, "evt-rest-chat", 9, 8),
     "rest-v1.chat.base64": Chat(GREETING, "evt-rest-chat-b64", 5, 13),
@@ -126,12 +156,16 @@ EXPECTED: dict[str, Expected] = {
     "rest-v1.health": Health(),
     "function-url.chat": Chat(HELLO, "evt-url-chat", 7, 7),
     "function-url.chat.base64": Chat(BONJOUR, "evt-url-chat-b64", 3, 8),
+    "function-url.chat.stream": ChatChunk(HI, "evt-url-chat-stream"),
     # function URLs base64-encode bodies of binary content types
     "function-url.chat.wrong-content-type.base64": MEDIA_TYPE,
     "function-url.completions": Completion(PARIS, "evt-url-cmpl", 4, 11),
     "function-url.completions.base64": Completion(CAPITAL, "evt-url-cmpl-b64", 2, 4),
+    # a string, but not base64url of a signed token
+    "function-url.completions.bad-stream-state": BAD_ENCODING,
     # cut off after 106 characters, inside the token id list
     "function-url.completions.malformed-json.base64": json_invalid(106),
+    "function-url.completions.stream": CompletionChunk(THROUGH, "evt-url-cmpl-stream"),
     "function-url.completions.unknown-model": not_found("qwen3-235b"),
     "function-url.health": Health(),
 }
@@ -196,6 +230,25 @@ def test_event(handlers: dict[str, Handler], name: str, function: str) -> None:
             assert body["object"] == "text_completion"
             assert body["choices"][0]["text"] == expected.text
             assert body["choices"][0]["finish_reason"] == "length"
+        case ChatChunk():
+            assert set(body) == {"chunk", "stream_state"}
+            assert isinstance(body["stream_state"], str) and body["stream_state"]
+            chunk = body["chunk"]
+            assert (chunk["object"], chunk["id"], chunk["model"]) == (
+                "chat.completion.chunk", expected.id, "qwen3")
+            assert len(chunk["choices"]) == 1
+            assert chunk["choices"][0]["delta"]["role"] == "assistant"
+            assert chunk["choices"][0]["delta"]["content"] == expected.text
+            assert chunk["choices"][0]["finish_reason"] is None
+        case CompletionChunk():
+            assert set(body) == {"chunk", "stream_state"}
+            assert isinstance(body["stream_state"], str) and body["stream_state"]
+            chunk = body["chunk"]
+            assert (chunk["object"], chunk["id"], chunk["model"]) == (
+                "text_completion", expected.id, "qwen3")
+            assert len(chunk["choices"]) == 1
+            assert chunk["choices"][0]["text"] == expected.text
+            assert chunk["choices"][0]["finish_reason"] is None
         case Error():
             assert set(body) == {"error"}
             error = body["error"]
@@ -257,3 +310,35 @@ def test_odd_events_get_an_envelope_not_a_crash(handlers: dict[str, Handler],
     assert 400 <= response["statusCode"] < 500
     assert set(body["error"]) == {"message", "type", "param", "code"}
     assert body["error"]["code"] == response["statusCode"]
+
+
+def test_replay_command_prints_the_lambda_response() -> None:
+    """``python -m derender.replay`` runs the real handler; stdout is the response JSON."""
+    event = EVENTS / "function-url.completions.stream.json"
+    result = subprocess.run(
+        [sys.executable, "-m", "derender.replay", "completions", str(event),
+         "--request-id", "replay-req-1"],
+        capture_output=True, text=True, timeout=120, check=True, cwd=ROOT,
+        env={**os.environ, "DERENDER_MODELS_DIR": str(LAYER_MODELS)})
+    response = json.loads(result.stdout)
+    assert response["statusCode"] == 200
+    assert response["isBase64Encoded"] is False
+    body = json.loads(response["body"])
+    assert body["chunk"]["object"] == "text_completion"
+    assert body["chunk"]["id"] == "evt-url-cmpl-stream"
+    assert body["chunk"]["choices"][0]["text"] == THROUGH
+    assert isinstance(body["stream_state"], str)
+    # the handler's log line went to stderr, with the context's request id
+    logs = [json.loads(line) for line in result.stderr.splitlines() if line.startswith("{")]
+    assert [(log["aws_request_id"], log["status"]) for log in logs] == [("replay-req-1", 200)]
+
+
+def test_replay_infers_the_function_and_decodes_the_body() -> None:
+    event = EVENTS / "http-api-v2.chat.bad-stream-state.json"
+    result = subprocess.run(
+        [sys.executable, "-m", "derender.replay", str(event), "--body"],
+        capture_output=True, text=True, timeout=120, check=True, cwd=ROOT,
+        env={**os.environ, "DERENDER_MODELS_DIR": str(LAYER_MODELS)})
+    first, _, rest = result.stdout.partition("\n")
+    assert json.loads(first)["statusCode"] == 400
+    assert json.loads(rest)["error"]["message"] == NOT_A_TOKEN.message

@@ -3,12 +3,17 @@
 Mangum decodes the event before the app sees anything; a body that is not valid base64, a
 text body that is not valid UTF-8, or ``"headers": null`` make it raise, which API Gateway
 would turn into a bare 500/502. Those are bad requests, so they get vLLM's envelope here.
+
+Every invocation writes one JSON line to stdout (``derender.telemetry``): the request id,
+route, status, latency, cold start and CloudWatch EMF metrics.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import sys
+import time
 from typing import Any
 
 from fastapi import FastAPI
@@ -16,6 +21,13 @@ from mangum import Mangum
 
 from derender.app.errors import envelope
 from derender.app.main import create_app
+from derender.telemetry import (
+    completion_tokens,
+    event_method,
+    event_path,
+    invocation_record,
+    log_line,
+)
 
 log = logging.getLogger("derender")
 
@@ -48,8 +60,30 @@ class LambdaHandler:
         if warm:  # load the default model during init, not on the first request
             self.app.state.registry.get(None)
         self._mangum = Mangum(self.app, lifespan="off")
+        self._cold = True
+        """True until the first invocation of this handler (one per container) starts."""
 
     def __call__(self, event: LambdaEvent, context: Any) -> LambdaResponse:
+        started = time.perf_counter()
+        cold_start, self._cold = self._cold, False
+        status = 500
+        response: LambdaResponse | None = None
+        try:
+            response = self._invoke(event, context)
+            status = int(response.get("statusCode", 500))
+            return response
+        finally:  # an escaping exception is logged as a 500, then re-raised
+            latency_ms = (time.perf_counter() - started) * 1000.0
+            record = invocation_record(
+                aws_request_id=getattr(context, "aws_request_id", None),
+                path=event_path(event), method=event_method(event), status=status,
+                latency_ms=latency_ms, cold_start=cold_start,
+                tokens=completion_tokens(response) if response is not None else 0,
+                timestamp_ms=int(time.time() * 1000))
+            sys.stdout.write(log_line(record) + "\n")
+            sys.stdout.flush()
+
+    def _invoke(self, event: LambdaEvent, context: Any) -> LambdaResponse:
         if not isinstance(event, dict):
             return _bad_event("the event is not a JSON object")
         try:
