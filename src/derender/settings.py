@@ -16,6 +16,11 @@ DEFAULT_MODEL = "DERENDER_DEFAULT_MODEL"
 MAX_N_SEQUENCES = "DERENDER_MAX_N_SEQUENCES"
 MAX_BODY_BYTES = "DERENDER_MAX_BODY_BYTES"
 SIGNING_KEYS = "DERENDER_SIGNING_KEYS"
+SIGNING_KEYS_SSM_PARAMETER = "DERENDER_SIGNING_KEYS_SSM_PARAMETER"
+SIGNING_KEYS_SECRET = "DERENDER_SIGNING_KEYS_SECRET"
+SIGNING_KEYS_TTL_SECONDS = "DERENDER_SIGNING_KEYS_TTL_SECONDS"
+MODELS_S3_URI = "DERENDER_MODELS_S3_URI"
+MODELS_CACHE_DIR = "DERENDER_MODELS_CACHE_DIR"
 STATE_TTL_SECONDS = "DERENDER_STATE_TTL_SECONDS"
 MAX_STATE_CHARS = "DERENDER_MAX_STATE_CHARS"
 PARSERS = "DERENDER_PARSERS"
@@ -25,6 +30,8 @@ LAMBDA_LAYER_MODELS = Path("/opt/tokenizers")
 """Where the tokenizer layer's ``tokenizers/`` folder is mounted on Lambda."""
 LOCAL_MODELS = Path("layers/tokenizers")
 """The repository's models folder, used when running from a checkout."""
+DEFAULT_MODELS_CACHE = Path("/tmp/derender-models")
+"""Where models listed under ``DERENDER_MODELS_S3_URI`` are downloaded."""
 
 
 @dataclass(frozen=True)
@@ -43,6 +50,19 @@ class Settings:
     """Largest request body accepted; larger ones get 413 before parsing."""
     signing_keys: str | None = field(default=None, repr=False)
     """Stream-state key ring, ``id:secret[,id:secret...]``; the first entry signs."""
+    signing_keys_ssm_parameter: str | None = None
+    """SSM parameter (SecureString) holding the key ring, read with decryption; replaces
+    ``signing_keys``."""
+    signing_keys_secret: str | None = None
+    """Secrets Manager secret id (or ARN) whose string holds the key ring; replaces
+    ``signing_keys``."""
+    signing_keys_ttl_seconds: int = 300
+    """How long a key ring read from AWS is used before it is read again (rotation)."""
+    models_s3_uri: str | None = None
+    """``s3://bucket/prefix/``: model folders under the prefix, downloaded once per process
+    to ``models_cache_dir`` and served instead of ``models_dir``."""
+    models_cache_dir: Path = DEFAULT_MODELS_CACHE
+    """Local folder the S3 models are downloaded to."""
     state_ttl_seconds: int = 3600
     """How long a stream's state stays valid, counted from its first chunk."""
     max_state_chars: int = 4096
@@ -52,6 +72,11 @@ class Settings:
     ``folder:reasoning:tool[,...]`` (an empty name is none)."""
     on_lambda: bool = False
     """Running inside AWS Lambda: streaming refuses to work without a configured key."""
+
+    def __post_init__(self) -> None:
+        if self.signing_keys_ssm_parameter and self.signing_keys_secret:
+            raise ValueError(f"set one of {SIGNING_KEYS_SSM_PARAMETER} and "
+                             f"{SIGNING_KEYS_SECRET}, not both")
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -69,6 +94,12 @@ class Settings:
             max_n_sequences=_int(env, MAX_N_SEQUENCES, cls.max_n_sequences),
             max_body_bytes=_int(env, MAX_BODY_BYTES, cls.max_body_bytes),
             signing_keys=env.get(SIGNING_KEYS) or None,
+            signing_keys_ssm_parameter=env.get(SIGNING_KEYS_SSM_PARAMETER) or None,
+            signing_keys_secret=env.get(SIGNING_KEYS_SECRET) or None,
+            signing_keys_ttl_seconds=_int(env, SIGNING_KEYS_TTL_SECONDS,
+                                          cls.signing_keys_ttl_seconds),
+            models_s3_uri=env.get(MODELS_S3_URI) or None,
+            models_cache_dir=Path(env.get(MODELS_CACHE_DIR) or DEFAULT_MODELS_CACHE),
             state_ttl_seconds=_int(env, STATE_TTL_SECONDS, cls.state_ttl_seconds),
             max_state_chars=_int(env, MAX_STATE_CHARS, cls.max_state_chars),
             parsers=_parsers(env.get(PARSERS) or ""),

@@ -1,13 +1,20 @@
-"""Where the stream-state key ring comes from: configuration, or a development key."""
+"""Where the stream-state key ring comes from: AWS, configuration, or a development key."""
 
 from __future__ import annotations
 
 import logging
 import secrets
+from collections.abc import Callable
 
+from derender.aws_keys import aws_key_provider
 from derender.core.errors import DerenderError
 from derender.core.state_token import KeyRing
-from derender.settings import SIGNING_KEYS, Settings
+from derender.settings import (
+    SIGNING_KEYS,
+    SIGNING_KEYS_SECRET,
+    SIGNING_KEYS_SSM_PARAMETER,
+    Settings,
+)
 
 log = logging.getLogger("derender")
 
@@ -29,8 +36,30 @@ def key_ring(settings: Settings) -> KeyRing:
         return KeyRing.parse(settings.signing_keys)
     if settings.on_lambda:
         raise SigningKeyMissingError(
-            f"streaming is disabled: no stream-state signing key is configured ({SIGNING_KEYS})")
+            f"streaming is disabled: no stream-state signing key is configured ({SIGNING_KEYS}, "
+            f"{SIGNING_KEYS_SSM_PARAMETER} or {SIGNING_KEYS_SECRET})")
     log.warning("%s is not set: signing stream states with a random development key. "
                 "Streams will not survive a restart or span several processes; set "
                 "%s=id:secret for anything but local development.", SIGNING_KEYS, SIGNING_KEYS)
     return KeyRing(current="dev", keys={"dev": secrets.token_bytes(32)})
+
+
+KeyProvider = Callable[[], KeyRing]
+"""Asked once per streaming call for the ring to verify and sign with."""
+
+
+def key_provider(settings: Settings) -> KeyProvider:
+    """The ring's source: an AWS parameter or secret (cached, re-read after its TTL) when
+    one is configured, else ``key_ring`` built on first use and kept."""
+    aws = aws_key_provider(settings.signing_keys_ssm_parameter, settings.signing_keys_secret,
+                           settings.signing_keys_ttl_seconds)
+    if aws is not None:
+        return aws
+    rings: list[KeyRing] = []
+
+    def ring() -> KeyRing:
+        if not rings:
+            rings.append(key_ring(settings))
+        return rings[0]
+
+    return ring

@@ -24,12 +24,13 @@ from derender.app.errors import (
     media_type_error_body,
     schema_error_body,
 )
-from derender.app.keys import key_ring
+from derender.app.keys import key_provider
+from derender.aws_models import download_models
 from derender.core.chat import derender_chat, derender_chat_stream
 from derender.core.completions import derender_completion, derender_completion_stream
 from derender.core.errors import DerenderError
 from derender.core.registry import ModelRegistry, ServedModel
-from derender.core.state_token import KeyRing, sign, verify
+from derender.core.state_token import sign, verify
 from derender.core.stream_state import StreamState, decode_state, encode_state
 from derender.protocol import (
     ChatBody,
@@ -115,18 +116,16 @@ def create_app(settings: Settings | None = None, registry: ModelRegistry | None 
                ) -> FastAPI:
     """The service; ``settings`` default to the environment."""
     settings = settings or Settings.from_env()
-    registry = registry or ModelRegistry(settings.models_dir, settings.default_model,
-                                         settings.parsers)
+    if registry is None:
+        models_dir = settings.models_dir
+        if settings.models_s3_uri:
+            models_dir = download_models(settings.models_s3_uri, settings.models_cache_dir)
+        registry = ModelRegistry(models_dir, settings.default_model, settings.parsers)
     app = FastAPI(title="derender", version="0.1.0", docs_url=None, redoc_url=None,
                   description="Token ids from a generate engine back into OpenAI responses.")
     app.state.registry = registry
 
-    rings: list[KeyRing] = []
-
-    def ring() -> KeyRing:
-        if not rings:
-            rings.append(key_ring(settings))
-        return rings[0]
+    ring = key_provider(settings)
 
     async def handle(request: Request, adapter: TypeAdapter[Any], batch: TypeAdapter[Any],
                      run: Callable[[Any, ServedModel], JSON],
