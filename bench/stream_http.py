@@ -13,7 +13,7 @@ other (and a plain ``tokenizers`` decode of the ids); the timed streams are chec
 Our server is started here (uvicorn, this interpreter, ``DERENDER_SIGNING_KEYS`` set) unless
 ``--ours-url`` is given; without vLLM only our figures are printed.
 
-    /work/shared/peer/start.sh qwen3 8100                 # vLLM reference peer
+    start.sh qwen3 8100           # the vLLM reference peer (peer scripts, not in this repo)
     python bench/stream_http.py                           # 2 streams of 500 one-id chunks
     python bench/stream_http.py --profile                 # + cProfile of our server process
 
