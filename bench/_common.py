@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import platform
 import statistics
+import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from tokenizers import Tokenizer
@@ -80,3 +83,27 @@ def revision() -> str:
         return "unknown revision"
     dirty = git("status", "--porcelain", "--", "src")
     return f"commit {commit}" + (" (src/ modified)" if dirty else "")
+
+
+def time_interleaved(funcs: Sequence[Callable[[], object]], rounds: int, warmup: int = 200
+                     ) -> list[list[float]]:
+    """Ns samples of each function, called in rotating order, round after round."""
+    samples: list[list[int]] = [[] for _ in funcs]
+    order = list(range(len(funcs)))
+    clock = time.perf_counter_ns
+    for _ in range(warmup):
+        for f in funcs:
+            f()
+    gc.collect()
+    gc.disable()
+    try:
+        for r in range(rounds):
+            shift = r % len(order)
+            for index in order[shift:] + order[:shift]:
+                f = funcs[index]
+                t0 = clock()
+                f()
+                samples[index].append(clock() - t0)
+    finally:
+        gc.enable()
+    return [[float(s) for s in column] for column in samples]

@@ -21,16 +21,22 @@ from __future__ import annotations
 
 import argparse
 import cProfile
-import gc
 import io
 import pstats
 import sys
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from _common import REPO, load_line, machine_line, median, real_text_ids, revision
+from _common import (
+    REPO,
+    load_line,
+    machine_line,
+    median,
+    real_text_ids,
+    revision,
+    time_interleaved,
+)
 from tokenizers import Tokenizer
 
 from derender.core.bounds import check_token_range
@@ -169,7 +175,7 @@ def stage_breakdown(name: str, model: ServedModel, tokenizer: Tokenizer, ids: li
          f"then halves; {exact_ids} ids reach the exact per-token path)",
          lambda: [det._block(vocab, w, c) for w, c in missed]),
     ]
-    medians = [median(c) for c in time_interleaved([f for _, f in stages], rounds)]
+    medians = [median(c) for c in time_interleaved([f for _, f in stages], rounds, WARMUP)]
     lines = [f"Stages of (b) for {name}, {len(ids)} ids (median µs, {rounds} rounds):", "",
              "| stage | µs |", "|---|---:|"]
     lines += [f"| {label} | {ns / 1e3:.1f} |" for (label, _), ns in zip(stages, medians,
@@ -190,29 +196,6 @@ def profile_chat(name: str, model: ServedModel, body: DerenderChatRequest, calls
     return (f"cProfile of {calls} × derender_chat, {name}, "
             f"{len(body.generate_response.choices[0].token_ids or [])} ids (sorted by tottime):"
             f"\n\n```\n{text[start:].rstrip()}\n```")
-
-
-def time_interleaved(funcs: list[Callable[[], object]], rounds: int) -> list[list[float]]:
-    """Ns samples of each function, called in rotating order, round after round."""
-    samples: list[list[int]] = [[] for _ in funcs]
-    order = list(range(len(funcs)))
-    clock = time.perf_counter_ns
-    for _ in range(WARMUP):
-        for f in funcs:
-            f()
-    gc.collect()
-    gc.disable()
-    try:
-        for r in range(rounds):
-            shift = r % len(order)
-            for index in order[shift:] + order[:shift]:
-                f = funcs[index]
-                t0 = clock()
-                f()
-                samples[index].append(clock() - t0)
-    finally:
-        gc.enable()
-    return [[float(s) for s in column] for column in samples]
 
 
 def prepare_model(name: str, folder: Path, scale: float, profile: bool) -> list[Case]:
@@ -306,7 +289,7 @@ def main(argv: list[str] | None = None) -> int:
     # Passes over every case, so slow drifts of the machine spread over all of them.
     for number in range(args.passes):
         for case in cases:
-            columns = time_interleaved(case.funcs, case.rounds)
+            columns = time_interleaved(case.funcs, case.rounds, WARMUP)
             case.passes.append((median(columns[0]), median(columns[1]), median(columns[2])))
             for target, column in zip(case.samples, columns, strict=True):
                 target.extend(column)

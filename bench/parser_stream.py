@@ -37,7 +37,6 @@ served from a model folder whose ``derender.json`` names the parsers (``reasonin
 from __future__ import annotations
 
 import argparse
-import gc
 import inspect
 import json
 import os
@@ -50,7 +49,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from _common import CORPUS, REPO, load_line, machine_line, median, real_text_ids, revision
+from _common import (
+    CORPUS,
+    REPO,
+    load_line,
+    machine_line,
+    median,
+    real_text_ids,
+    revision,
+    time_interleaved,
+)
 from http_latency import CHAT_PATH, Client, Series, healthy, server_stack, start_ours, timed
 from stream_chunks import (
     MAX_STATE_CHARS,
@@ -325,23 +333,7 @@ def core_breakdown(position: Position, model: ServedModel, rounds: int) -> str:
         ("encode_state (varint writer, parser state included)", lambda: encode_state(after)),
         ("sign (HMAC-SHA256, base64)", lambda: sign(RING, encoded)),
     ]
-    columns: list[list[int]] = [[] for _ in stages]
-    clock = time.perf_counter_ns
-    for _ in range(200):
-        for _, f in stages:
-            f()
-    gc.collect()
-    gc.disable()
-    try:
-        for r in range(rounds):
-            shift = r % len(stages)
-            for index in [*range(shift, len(stages)), *range(shift)]:
-                f = stages[index][1]
-                t0 = clock()
-                f()
-                columns[index].append(clock() - t0)
-    finally:
-        gc.enable()
+    columns = time_interleaved([f for _, f in stages], rounds, 200)
     lines = [f"Pieces of one call, chunk {position.chunk} ({position.piece!r}; median µs, "
              f"{rounds} rounds, interleaved; ↳ rows are parts of the row above them):", "",
              "| piece | µs |", "|---|---:|"]

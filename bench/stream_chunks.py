@@ -40,7 +40,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from _common import REPO, load_line, machine_line, median, real_text_ids, revision
+from _common import (
+    REPO,
+    load_line,
+    machine_line,
+    median,
+    real_text_ids,
+    revision,
+    time_interleaved,
+)
 from tokenizers import Tokenizer
 
 from derender.core.chat import derender_chat_stream
@@ -219,23 +227,7 @@ def stage_breakdown(position: Position, model: ServedModel, rounds: int) -> str:
         ("encode_state (Python varint writer)", lambda: encode_state(after)),
         ("sign (HMAC-SHA256, base64)", lambda: sign(RING, encoded)),
     ]
-    columns: list[list[int]] = [[] for _ in stages]
-    clock = time.perf_counter_ns
-    for _ in range(WARMUP):
-        for _, f in stages:
-            f()
-    gc.collect()
-    gc.disable()
-    try:
-        for r in range(rounds):
-            shift = r % len(stages)
-            for index in [*range(shift, len(stages)), *range(shift)]:
-                f = stages[index][1]
-                t0 = clock()
-                f()
-                columns[index].append(clock() - t0)
-    finally:
-        gc.enable()
+    columns = time_interleaved([f for _, f in stages], rounds, WARMUP)
     lines = [f"Pieces of one call, {position.per_chunk} token(s)/chunk, chunk {position.chunk} "
              f"(median µs, {rounds} rounds, interleaved; ↳ rows are parts of the row "
              "above them):", "", "| piece | µs |", "|---|---:|"]
