@@ -107,6 +107,12 @@ def parse_body(raw: bytes, adapter: TypeAdapter[Any], batch: TypeAdapter[Any]) -
         raise SchemaError(body_errors(exc)) from None
 
 
+def _too_large(size: int, limit: int) -> Response:
+    return json_response(envelope(
+        f"Request body of {size} bytes exceeds the limit of {limit} bytes "
+        "(DERENDER_MAX_BODY_BYTES).", "RequestTooLargeError", 413), 413)
+
+
 def _is_json(request: Request) -> bool:
     content_type = request.headers.get("content-type", "")
     return content_type.split(";", 1)[0].strip().lower() == "application/json"
@@ -133,12 +139,12 @@ def create_app(settings: Settings | None = None, registry: ModelRegistry | None 
                                           tuple[list[JSON], StreamState]]) -> Response:
         if not _is_json(request):
             return json_response(media_type_error_body(), 400)
+        declared = request.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > settings.max_body_bytes:
+            return _too_large(int(declared), settings.max_body_bytes)  # before reading it
         raw = await request.body()
         if len(raw) > settings.max_body_bytes:
-            return json_response(envelope(
-                f"Request body of {len(raw)} bytes exceeds the limit of "
-                f"{settings.max_body_bytes} bytes (DERENDER_MAX_BODY_BYTES).",
-                "RequestTooLargeError", 413), 413)
+            return _too_large(len(raw), settings.max_body_bytes)
         try:
             body = parse_body(raw, adapter, batch)
             model = registry.get(body.model)
