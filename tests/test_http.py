@@ -615,3 +615,15 @@ def test_fuzz_mutated_bodies(default_client: TestClient, data: st.DataObject) ->
         else:
             parent[last] = new
     check_never_500(post(default_client, route, body))
+
+
+@pytest.mark.parametrize("index", [-1, -3, 2**31, 2**80])
+def test_stream_choice_index_out_of_range_is_refused(default_client: TestClient,
+                                                      index: int) -> None:
+    """A negative or huge choice index once sent the state encoder into an endless loop."""
+    for route in ROUTES:
+        body = {"stream": True, "generate_chunk": {
+            "request_id": "s", "choices": [{"index": index, "token_ids": list(HELLO_WORLD)}]}}
+        response = post(default_client, route, body)
+        assert_envelope(response, 400)
+        assert f"choice index {index} is out of range" in response.json()["error"]["message"]

@@ -73,6 +73,8 @@ class _Writer:
         self.out = bytearray()
 
     def uint(self, value: int) -> None:
+        if not 0 <= value < 1 << 63:
+            raise ValueError(f"cannot encode {value} in the stream state")
         while True:
             byte = value & 0x7F
             value >>= 7

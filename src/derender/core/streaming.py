@@ -41,6 +41,7 @@ JSON = dict[str, Any]
 Route = Literal["chat", "completions"]
 
 NOT_THIS_STREAM = "stream_state does not belong to this stream"
+MAX_CHOICE_INDEX = 1 << 31
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,6 +140,9 @@ def advance(settings: StreamSettings, state: StreamState, choice: GenerateStream
     """Derender one choice chunk from ``state``."""
     vocab = settings.model.vocab
     stops = settings.decode.stops
+    if not 0 <= choice.index < MAX_CHOICE_INDEX:
+        raise BadRequestError(f"choice index {choice.index} is out of range (0 to "
+                              f"{MAX_CHOICE_INDEX - 1})")
     if state.choice_index is not None and state.choice_index != choice.index:
         raise BadRequestError(NOT_THIS_STREAM)
     received = list(choice.token_ids or [])
