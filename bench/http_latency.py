@@ -119,6 +119,20 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    """End a server we started: politely, then not."""
+    proc.terminate()
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
+def note_no_vllm(url: str) -> None:
+    print(f"note: vLLM not reachable at {url}/health; measuring our server only (start it "
+          "with the peer's `start.sh qwen3 8100`)", file=sys.stderr)
+
+
 def start_ours(models_dir: Path, port: int, log_path: Path,
                extra_env: dict[str, str] | None = None,
                launcher: list[str] | None = None) -> tuple[subprocess.Popen[bytes], str]:
@@ -278,8 +292,7 @@ def main(argv: list[str] | None = None) -> int:
             stack = server_stack(sys.executable)
         have_vllm = healthy(args.vllm_url)
         if not have_vllm:
-            print(f"note: vLLM not reachable at {args.vllm_url}/health; measuring our server "
-                  "only (start it with the peer's `start.sh qwen3 8100`)", file=sys.stderr)
+            note_no_vllm(args.vllm_url)
 
         ours = Client(ours_url)
         servers: list[tuple[Series, Client, bytes]] = [(Series("derender (ours)"), ours, data)]
@@ -308,11 +321,7 @@ def main(argv: list[str] | None = None) -> int:
             client.close()
     finally:
         if proc is not None:
-            proc.terminate()
-            try:
-                proc.wait(10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+            stop(proc)
     log_path.unlink(missing_ok=True)  # kept only when the run failed
 
     print(f"machine: {machine_line()}; derender {revision()}")

@@ -59,7 +59,16 @@ from _common import (
     revision,
     time_interleaved,
 )
-from http_latency import CHAT_PATH, Client, Series, healthy, server_stack, start_ours, timed
+from http_latency import (
+    CHAT_PATH,
+    Client,
+    Series,
+    healthy,
+    server_stack,
+    start_ours,
+    stop,
+    timed,
+)
 from stream_chunks import (
     MAX_STATE_CHARS,
     RING,
@@ -533,11 +542,7 @@ def run_http(args: argparse.Namespace, models_dir: Path, output: Output) -> bool
             side.client.close()
     finally:
         if proc is not None:
-            proc.terminate()
-            try:
-                proc.wait(10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+            stop(proc)
     log_path.unlink(missing_ok=True)
 
     print()

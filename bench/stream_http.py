@@ -47,7 +47,17 @@ from _common import (
     real_text_ids,
     revision,
 )
-from http_latency import CHAT_PATH, Client, Series, healthy, server_stack, start_ours, timed
+from http_latency import (
+    CHAT_PATH,
+    Client,
+    Series,
+    healthy,
+    note_no_vllm,
+    server_stack,
+    start_ours,
+    stop,
+    timed,
+)
 from tokenizers import Tokenizer
 
 TARGET_RATIO = 0.5
@@ -362,11 +372,7 @@ def profile_server(args: argparse.Namespace, stream: Stream, log_path: Path) -> 
         time.sleep(0.5)
         side.client.close()
     finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop(proc)
     report = profile_report(out, args.profile_streams * len(stream.chunks))
     out.unlink(missing_ok=True)
     return report
@@ -448,11 +454,7 @@ def sample_server(args: argparse.Namespace, stream: Stream, log_path: Path) -> s
         err, _ = sampler.communicate(timeout=60)
         side.client.close()
     finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop(proc)
     if not out.exists():
         return f"note: py-spy wrote nothing: {err.decode(errors='replace')[-500:]}"
     summary = next((ln for ln in err.decode(errors="replace").splitlines()
@@ -516,8 +518,7 @@ def main(argv: list[str] | None = None) -> int:
             stack = server_stack(sys.executable)
         have_vllm = healthy(args.vllm_url)
         if not have_vllm:
-            print(f"note: vLLM not reachable at {args.vllm_url}/health; measuring our server "
-                  "only (start it with the peer's `start.sh qwen3 8100`)", file=sys.stderr)
+            note_no_vllm(args.vllm_url)
 
         positions = len(stream.chunks)
         sides = [Side("derender (ours)", Client(ours_url), "qwen3", Series("ours"),
@@ -548,11 +549,7 @@ def main(argv: list[str] | None = None) -> int:
             side.client.close()
     finally:
         if proc is not None:
-            proc.terminate()
-            try:
-                proc.wait(10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+            stop(proc)
 
     profile_text = []
     if args.profile and not args.ours_url:
