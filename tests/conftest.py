@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
+from tokenizers import Tokenizer
 
 from derender.app.main import create_app
 from derender.core.registry import ModelRegistry, ServedModel, load_vocabulary, read_model_info
@@ -43,6 +44,21 @@ def require_model(name: str) -> None:
 @functools.cache
 def vocabulary(name: str) -> Vocabulary:
     return load_vocabulary(model_folder(name))
+
+
+@functools.cache
+def tokenizer(name: str) -> Tokenizer:
+    """The model's full ``tokenizers`` tokenizer from its original file: the independent
+    reference the tests check derender's own vocabulary against."""
+    return Tokenizer.from_file(str(model_folder(name) / "tokenizer.json"))
+
+
+def reference(vocab: Vocabulary) -> Tokenizer:
+    """The full tokenizer of a test model's (cached) vocabulary."""
+    for name in MODEL_NAMES:
+        if has_tokenizer(name) and vocabulary(name) is vocab:
+            return tokenizer(name)
+    raise LookupError("not the vocabulary of a test model")
 
 
 @functools.cache

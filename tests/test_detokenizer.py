@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from derender.core.detokenizer import BLOCK, DecodeWindow, detokenize, seed_window
 from derender.core.vocab import Vocabulary
-from tests.conftest import require_model, vocabulary
+from tests.conftest import reference, require_model, vocabulary
 
 MODELS = ("qwen3", "mistral-7b", "deepseek-v3", "gpt2")
 ALL_MODELS = (*MODELS, "llama3.1")
@@ -70,13 +70,13 @@ def load(name: str) -> Vocabulary:
 
 
 def ref_piece(vocab: Vocabulary, token_id: int) -> str:
-    piece = vocab.tokenizer.id_to_token(token_id)
+    piece = reference(vocab).id_to_token(token_id)
     return "" if piece is None else piece
 
 
 def ref_join(vocab: Vocabulary, pieces: list[str]) -> str:
     """HF ``convert_tokens_to_string`` of a fast tokenizer: its decoder over raw pieces."""
-    return str(vocab.tokenizer.decoder.decode(pieces))
+    return str(reference(vocab).decoder.decode(pieces))
 
 
 @dataclass
@@ -99,7 +99,7 @@ def ref_seed(vocab: Vocabulary, prompt: list[int] | None, skip: bool,
 def ref_step(vocab: Vocabulary, state: RefState, token: int, skip: bool,
              special: frozenset[int]) -> str:
     """Spec §5.4 steps 1–6 for one id; mutates ``state`` and returns the emission."""
-    vocab_len = vocab.tokenizer.get_vocab_size(with_added_tokens=True)
+    vocab_len = reference(vocab).get_vocab_size(with_added_tokens=True)
     if 0 <= token < vocab_len:
         new = [] if skip and token in special else [ref_piece(vocab, token)]
     else:
@@ -130,7 +130,7 @@ def ref_detokenize(vocab: Vocabulary, name: str, prompt: list[int] | None, ids: 
 
 
 def encode(vocab: Vocabulary, text: str) -> list[int]:
-    return list(vocab.tokenizer.encode(text, add_special_tokens=False).ids)
+    return list(reference(vocab).encode(text, add_special_tokens=False).ids)
 
 
 def chunked(vocab: Vocabulary, window: DecodeWindow, ids: list[int], cuts: list[int],
@@ -175,7 +175,7 @@ def test_special_ids_match_fixture_table(name: str) -> None:
 def test_vocab_size_and_pieces_match_tokenizer(name: str) -> None:
     vocab = load(name)
     assert vocab.size == VOCAB_SIZES[name]
-    assert vocab.size == vocab.tokenizer.get_vocab_size(with_added_tokens=True)
+    assert vocab.size == reference(vocab).get_vocab_size(with_added_tokens=True)
     assert list(vocab.pieces) == [ref_piece(vocab, i) for i in range(vocab.size)]
 
 
@@ -220,7 +220,7 @@ def test_spec_mistral_seeded_keeps_leading_space() -> None:
     answer = encode(vocab, "Tokyo. It is the capital of Japan.")
     assert ref_piece(vocab, answer[0]) == "▁Tokyo"
     ids = [*answer, 2]
-    plain = vocab.tokenizer.decode(answer, skip_special_tokens=True)
+    plain = reference(vocab).decode(answer, skip_special_tokens=True)
     assert plain == "Tokyo. It is the capital of Japan."
     unseeded, _ = detokenize(vocab, seed_window(vocab, None, True), ids, True)
     seeded, _ = detokenize(vocab, seed_window(vocab, prompt, True), ids, True)
@@ -284,7 +284,7 @@ def test_mistral_byte_fallback_run() -> None:
     assert outputs[hi:hi + 3] == ["", "", ""]
     assert outputs[hi + 3] == "🫠"
     assert "".join(outputs) == ref_detokenize(vocab, "mistral-7b", None, ids, True)
-    assert "".join(outputs) == vocab.tokenizer.decode(ids)
+    assert "".join(outputs) == reference(vocab).decode(ids)
 
 
 # --------------------------------------------------------------------------- decode agreement
@@ -297,11 +297,11 @@ def test_valid_text_equals_tokenizer_decode(name: str, text: str) -> None:
     vocab = load(name)
     ids = encode(vocab, text)
     for skip in (True, False):
-        expected = vocab.tokenizer.decode(ids, skip_special_tokens=skip)
+        expected = reference(vocab).decode(ids, skip_special_tokens=skip)
         assert detokenize(vocab, DecodeWindow(), ids, skip)[0] == expected
         assert "".join(chunked(vocab, DecodeWindow(), ids, list(range(len(ids))), skip)) \
             == expected
-    assert ref_detokenize(vocab, name, None, ids, True) == vocab.tokenizer.decode(ids)
+    assert ref_detokenize(vocab, name, None, ids, True) == reference(vocab).decode(ids)
 
 
 @pytest.mark.parametrize("name", MODELS)
@@ -315,8 +315,8 @@ def test_specials_skipped_like_tokenizer_decode(name: str, text: str) -> None:
     spliced = list(ids)
     for _ in range(4):
         spliced.insert(rng.randrange(len(spliced) + 1), rng.choice(special))
-    expected = vocab.tokenizer.decode(spliced, skip_special_tokens=True)
-    assert expected == vocab.tokenizer.decode(ids, skip_special_tokens=True)
+    expected = reference(vocab).decode(spliced, skip_special_tokens=True)
+    assert expected == reference(vocab).decode(ids, skip_special_tokens=True)
     assert detokenize(vocab, DecodeWindow(), spliced, True)[0] == expected
 
 
@@ -333,8 +333,8 @@ def test_seeded_text_equals_decode_of_continuation(name: str, before: str, after
     adds after the prompt's own decode."""
     vocab = load(name)
     prompt, out = encode(vocab, before), encode(vocab, after)
-    head = vocab.tokenizer.decode(prompt)
-    full = vocab.tokenizer.decode(prompt + out)
+    head = reference(vocab).decode(prompt)
+    full = reference(vocab).decode(prompt + out)
     assert full.startswith(head)
     text_out, _ = detokenize(vocab, seed_window(vocab, prompt, True), out, True)
     assert text_out == full[len(head):]
@@ -364,7 +364,7 @@ def long_reference(name: str, skip: bool, with_specials: bool) -> tuple[list[int
             ids.insert(rng.randrange(len(ids)), rng.choice(special))
         # stray pieces that are not valid UTF-8 on their own (a lone lead byte)
         lone = 3 + 0xF0 if name == "mistral-7b" else encode(vocab, "🫠")[0]
-        assert vocab.tokenizer.decode([lone]).endswith(FFFD)
+        assert reference(vocab).decode([lone]).endswith(FFFD)
         for _ in range(10):
             ids.insert(rng.randrange(len(ids)), lone)
     return ids, ref_detokenize(vocab, name, None, ids, skip)
@@ -374,7 +374,7 @@ def long_reference(name: str, skip: bool, with_specials: bool) -> tuple[list[int
 def test_long_text_crosses_blocks_and_equals_decode(name: str) -> None:
     vocab = load(name)
     ids = long_ids(name)
-    expected = vocab.tokenizer.decode(ids)
+    expected = reference(vocab).decode(ids)
     text, _ = detokenize(vocab, DecodeWindow(), ids, True)
     assert text == expected
     assert text == long_reference(name, True, False)[1]

@@ -22,7 +22,6 @@ is null) predicts the message for the outputs whose reading the spec fixes unamb
 
 from __future__ import annotations
 
-import functools
 import json
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,9 +29,8 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, event, given, note, settings
 from hypothesis import strategies as st
-from tokenizers import Tokenizer
 
-from tests.conftest import model_folder
+from tests.conftest import tokenizer
 
 CHAT = "/v1/chat/completions/derender"
 QWEN, DEEPSEEK = "qwen3", "deepseek-v3"
@@ -60,11 +58,6 @@ TOOLS = [{"type": "function", "function": {
     for name in TOOL_NAMES]
 
 Part = int | str
-
-
-@functools.cache
-def tokenizer(name: str) -> Tokenizer:
-    return Tokenizer.from_file(str(model_folder(name) / "tokenizer.json"))
 
 
 def enc(text: str, name: str = QWEN) -> list[int]:

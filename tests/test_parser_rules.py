@@ -18,15 +18,13 @@ Everything goes through the HTTP app (``client_for`` of conftest).
 from __future__ import annotations
 
 import base64
-import functools
 import json
 import re
 from typing import Any
 
 import pytest
-from tokenizers import Tokenizer
 
-from tests.conftest import model_folder
+from tests.conftest import tokenizer
 
 CHAT = "/v1/chat/completions/derender"
 QWEN, DEEPSEEK = "qwen3", "deepseek-v3"
@@ -50,11 +48,6 @@ NOTE = {"type": "function", "function": {
 TOOLS = [WEATHER, NOTE]
 NAMED = {"type": "function", "function": {"name": "get_weather"}}
 TOOL_ID = re.compile(r"chatcmpl-tool-[0-9a-f]{16}")
-
-
-@functools.cache
-def tokenizer(name: str) -> Tokenizer:
-    return Tokenizer.from_file(str(model_folder(name) / "tokenizer.json"))
 
 
 def enc(text: str, name: str = QWEN) -> list[int]:

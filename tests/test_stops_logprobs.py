@@ -23,7 +23,7 @@ from derender.core.sequence import decode_settings, sequence_text
 from derender.core.stops import StopReason
 from derender.core.vocab import Vocabulary
 from derender.protocol import ChatRequest, CompletionRequest, GenerateLogProbs
-from tests.conftest import require_model, vocabulary
+from tests.conftest import reference, require_model, vocabulary
 
 HELLO = [9707, 1879, 0, 2585, 525, 498]  # "Hello world! How are you" (spec, Qwen3)
 TEXT = "Hello world! How are you"
@@ -55,9 +55,9 @@ def run(ids: list[int], finish: str | None = "stop", reported: StopReason = None
 
 def test_qwen3_ids_and_eos_facts() -> None:
     vocab = load("qwen3")
-    assert list(vocab.tokenizer.encode(TEXT, add_special_tokens=False).ids) == HELLO
-    assert vocab.tokenizer.id_to_token(IM_END) == "<|im_end|>"
-    assert vocab.tokenizer.id_to_token(ENDOFTEXT) == "<|endoftext|>"
+    assert list(reference(vocab).encode(TEXT, add_special_tokens=False).ids) == HELLO
+    assert reference(vocab).id_to_token(IM_END) == "<|im_end|>"
+    assert reference(vocab).id_to_token(ENDOFTEXT) == "<|endoftext|>"
     assert vocab.eos_id == IM_END
     assert vocab.model_eos_ids == {IM_END, ENDOFTEXT}
 
@@ -173,7 +173,7 @@ def test_stop_strings(ids: list[int], finish: str | None, reported: StopReason,
 def test_stop_string_after_multibyte_character() -> None:
     """Offsets are code points: a cut after `🫠` keeps the whole character."""
     vocab = load("qwen3")
-    ids = list(vocab.tokenizer.encode("A🫠B🫠C", add_special_tokens=False).ids)
+    ids = list(reference(vocab).encode("A🫠B🫠C", add_special_tokens=False).ids)
     assert run(ids, "stop", None, {"stop": ["B"]}) == ("A🫠", "B")
     assert run(ids, "stop", None, {"stop": ["🫠C"]}) == ("A🫠B", "🫠C")
     assert run(ids, "stop", None, {"stop": ["🫠"], "include_stop_str_in_output": True}) \
@@ -195,13 +195,13 @@ def leading_space_marker(name: str) -> str | None:
             if (found := find(child)) is not None:
                 return found
         return None
-    return find(json.loads(load(name).tokenizer.to_str()).get("pre_tokenizer"))
+    return find(json.loads(reference(load(name)).to_str()).get("pre_tokenizer"))
 
 
 def ref_resolve(name: str, token_id: int, context: list[int]
                 ) -> tuple[str, list[int] | None]:
     """Spec §5.8 steps 2–3 for one id, literally, on the raw tokenizer."""
-    tok = load(name).tokenizer
+    tok = reference(load(name))
     piece = tok.id_to_token(token_id)
     if piece is None:
         return "", None
@@ -252,7 +252,7 @@ def logprobs_of(entries: list[tuple[int, list[int]]]) -> GenerateLogProbs:
 def test_spec_emoji_logprobs_qwen3() -> None:
     """§5.8 observed: 🫠 = three Qwen3 tokens → "", "", "🫠"."""
     vocab = load("qwen3")
-    ids = list(vocab.tokenizer.encode("🫠", add_special_tokens=False).ids)
+    ids = list(reference(vocab).encode("🫠", add_special_tokens=False).ids)
     assert len(ids) == 3
     positions, context = resolve_logprobs(vocab, logprobs_of([(i, []) for i in ids]), None, ())
     assert [p.token for p in positions] == ["", "", "🫠"]
@@ -267,7 +267,7 @@ def test_spec_emoji_logprobs_qwen3() -> None:
 
 def test_candidates_resolve_with_the_same_context() -> None:
     vocab = load("qwen3")
-    a, e1, e2, e3, b = vocab.tokenizer.encode("A🫠B", add_special_tokens=False).ids
+    a, e1, e2, e3, b = reference(vocab).encode("A🫠B", add_special_tokens=False).ids
     positions, _ = resolve_logprobs(
         vocab, logprobs_of([(a, [a, b]), (e1, [e1]), (e2, [e2, a]), (e3, [e3, b, IM_END])]),
         None, ())
@@ -315,8 +315,8 @@ def test_mistral_logprob_strings_lose_leading_space() -> None:
     vocab = load("mistral-7b")
     assert leading_space_marker("mistral-7b") is None
     assert vocab.space_marker is None
-    tokyo = vocab.tokenizer.token_to_id("▁Tokyo")
-    space = vocab.tokenizer.token_to_id("▁")
+    tokyo = reference(vocab).token_to_id("▁Tokyo")
+    space = reference(vocab).token_to_id("▁")
     emoji = [3 + b for b in "🫠".encode()]
     positions, _ = resolve_logprobs(
         vocab, logprobs_of([(tokyo, []), (space, []), *[(i, []) for i in emoji]]), None, ())
@@ -336,7 +336,7 @@ def test_space_marker_matches_tokenizer_json(name: str) -> None:
 @given(data=st.data())
 def test_resolve_matches_reference(name: str, data: st.DataObject) -> None:
     vocab = load(name)
-    tok = vocab.tokenizer
+    tok = reference(vocab)
     chars = ["a", " the", "é", "日本", "🫠", "👍🏽", "𝔘", "\n", "한"]
     pieces: list[int] = []
     for _ in range(data.draw(st.integers(1, 6), label="atoms")):
@@ -424,7 +424,7 @@ def test_chat_top_logprobs_zero_keeps_no_candidates() -> None:
 
 
 def a_emoji_b(vocab: Vocabulary) -> list[int]:
-    ids = list(vocab.tokenizer.encode("A🫠B", add_special_tokens=False).ids)
+    ids = list(reference(vocab).encode("A🫠B", add_special_tokens=False).ids)
     assert len(ids) == 5
     return ids
 

@@ -20,7 +20,6 @@ import json
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack
-from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -28,13 +27,12 @@ import pytest
 from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
-from tokenizers import Tokenizer
 
 import derender.core.streaming as streaming_module
 from derender.app.main import create_app
 from derender.core.registry import ModelRegistry
 from derender.settings import Settings
-from tests.conftest import model_folder, require_model, vocabulary
+from tests.conftest import model_folder, require_model, tokenizer, vocabulary
 from tests.openai_types import check_openai_chunk
 
 MODELS = ("qwen3", "mistral-7b", "deepseek-v3", "gpt2", "llama3.1")
@@ -77,11 +75,6 @@ def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
             return clients[name]
 
         yield get
-
-
-@functools.cache
-def tokenizer(name: str) -> Tokenizer:
-    return Tokenizer.from_file(str(Path(model_folder(name)) / "tokenizer.json"))
 
 
 def _bytes_to_unicode() -> dict[int, str]:

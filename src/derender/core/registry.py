@@ -1,11 +1,12 @@
 """The served models: Hugging Face style folders, selected by the request's ``model``.
 
-A models folder holds one folder per model: ``tokenizer.json`` (required),
-``tokenizer_config.json`` (special tokens, EOS), ``generation_config.json`` (extra EOS ids),
-``config.json`` (``max_position_embeddings`` → max_model_len) and an optional ``derender.json``
-manifest (``served_names``, ``reasoning_parser``, ``tool_parser``, ``max_model_len``,
-``max_logprobs``). Folders are listed at start-up; a model's tokenizer is loaded on its first
-request and kept for the life of the process (a Lambda container).
+A models folder holds one folder per model: ``tokenizer.json`` or its decode-only form
+``decode.json`` (one of them required), ``tokenizer_config.json`` (special tokens, EOS),
+``generation_config.json`` (extra EOS ids), ``config.json`` (``max_position_embeddings`` →
+max_model_len) and an optional ``derender.json`` manifest (``served_names``,
+``reasoning_parser``, ``tool_parser``, ``max_model_len``, ``max_logprobs``). Folders are listed
+at start-up; a model's tokenizer is loaded on its first request and kept for the life of the
+process (a Lambda container).
 """
 
 from __future__ import annotations
@@ -19,9 +20,13 @@ from typing import Any
 
 from derender.core.errors import NotFoundError
 from derender.core.parsers import REASONING_PARSERS, TOOL_PARSERS
-from derender.core.vocab import Vocabulary
+from derender.core.vocab import Vocabulary, decode_spec
 
 MANIFEST = "derender.json"
+TOKENIZER = "tokenizer.json"
+DECODE_SPEC = "decode.json"
+"""A model's ``decode_spec`` (what ``derender.compact`` writes for the layer); preferred to
+``tokenizer.json``, which it replaces there."""
 DEFAULT_MAX_MODEL_LEN = 2048
 DEFAULT_MAX_LOGPROBS = 20
 _LENGTH_KEYS = ("max_position_embeddings", "n_positions", "max_seq_len", "seq_length",
@@ -96,11 +101,19 @@ def read_model_info(folder: Path, parsers: ParserChoice | None = None) -> ModelI
 
 
 def load_vocabulary(folder: Path) -> Vocabulary:
-    return Vocabulary.load(
-        (folder / "tokenizer.json").read_text(encoding="utf-8"),
-        _read_json(folder / "tokenizer_config.json"),
-        _read_json(folder / "generation_config.json"),
-    )
+    """A folder's vocabulary, from its decode spec if it has one (the layer's folders), else
+    from ``tokenizer.json``."""
+    spec_file = folder / DECODE_SPEC
+    if spec_file.is_file():
+        spec = json.loads(spec_file.read_bytes())
+    else:
+        spec = decode_spec(json.loads((folder / TOKENIZER).read_bytes()))
+    return Vocabulary.load(spec, _read_json(folder / "tokenizer_config.json"),
+                           _read_json(folder / "generation_config.json"))
+
+
+def is_model_folder(folder: Path) -> bool:
+    return (folder / TOKENIZER).is_file() or (folder / DECODE_SPEC).is_file()
 
 
 class ModelRegistry:
@@ -109,10 +122,11 @@ class ModelRegistry:
     def __init__(self, models_dir: Path, default_model: str | None = None,
                  parsers: Mapping[str, ParserChoice] | None = None) -> None:
         """``parsers``: per model folder name, parsers replacing its manifest's."""
-        folders = sorted(p for p in models_dir.iterdir() if (p / "tokenizer.json").is_file()) \
+        folders = sorted(p for p in models_dir.iterdir() if is_model_folder(p)) \
             if models_dir.is_dir() else []
         if not folders:
-            raise RuntimeError(f"no model folder with a tokenizer.json in {models_dir}")
+            raise RuntimeError(f"no model folder with a {TOKENIZER} or {DECODE_SPEC} "
+                               f"in {models_dir}")
         parsers = parsers or {}
         unknown = set(parsers) - {folder.name for folder in folders}
         if unknown:

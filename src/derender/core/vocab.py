@@ -1,11 +1,17 @@
 """One model's tokenizer, reduced to what derendering needs: pieces, special ids and the decoder.
 
 vLLM decodes through a Hugging Face *fast* tokenizer. Everything it does on the derender path
-maps onto three primitives of the `tokenizers` library, exposed here:
+maps onto the vocabulary's pieces and the tokenizer's decoder, exposed here:
 
-- ``piece``: the raw vocabulary string of an id (``Ġworld``, ``▁Tokyo``, ``<|im_end|>``);
+- ``pieces[id]``: the raw vocabulary string of an id (``Ġworld``, ``▁Tokyo``, ``<|im_end|>``);
 - ``join``: the tokenizer's decoder over raw pieces (``convert_tokens_to_string``);
-- ``decode``: an ordinary decode of ids with special tokens kept (``tokenizer.decode``).
+- ``decode``: an ordinary decode of ids with special tokens kept (``tokenizer.decode``), which
+  in the ``tokenizers`` library is exactly the decoder over the ids' pieces.
+
+Only those parts of ``tokenizer.json`` are read (``decode_spec``): the pieces, the added tokens'
+ids, the decoder and the pre-tokenizer's space marker. Building the whole
+``tokenizers.Tokenizer`` (BPE merges, normalizer, regexes) takes several times as long and as
+much memory and is never used to decode, which matters for a Lambda cold start.
 
 Which ids count as *special* follows ``transformers`` (``all_special_ids``: the bos/eos/unk/pad
 tokens and ``additional_special_tokens`` of ``tokenizer_config.json``), not the ``special`` flag
@@ -18,13 +24,15 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from tokenizers import Tokenizer
+from tokenizers.decoders import Decoder
 
 REPLACEMENT_CHAR = "\ufffd"
+DECODE_SPEC_VERSION = 1
 
 MARKUP = ("<think>", "</think>", "<tool_call>", "</tool_call>", "<|im_start|>", "<|im_end|>")
 """Parser markers. Where the vocabulary has one as a single token, parsers match that token,
@@ -52,11 +60,6 @@ def _token_content(value: Any) -> str | None:
     return None
 
 
-def _component(component: Any) -> Any:
-    """A tokenizer component's own JSON (cheaper than parsing the whole tokenizer.json)."""
-    return None if component is None else json.loads(component.__getstate__())
-
-
 def _decoder_types(spec: Any) -> set[str]:
     if not isinstance(spec, dict):
         return set()
@@ -79,13 +82,63 @@ def _space_marker(spec: Any) -> str | None:
     return None
 
 
+def decode_spec(tokenizer: Mapping[str, Any]) -> dict[str, Any]:
+    """What decoding reads of a parsed ``tokenizer.json``, as plain JSON.
+
+    ``pieces``: id → piece from the model's vocabulary (a ``{piece: id}`` map, or Unigram's
+    ``[[piece, score], …]`` list) overlaid with the added tokens, as ``id_to_token`` resolves
+    them (null for an id without one); ``added_ids``: the added tokens' ids (they win a
+    lookup by piece); ``decoder``: the decoder's own JSON; ``space_marker``: see
+    ``Vocabulary.space_marker``. A list parses several times faster than the vocabulary's map,
+    so the layer ships this (``derender.compact``) instead of ``tokenizer.json``.
+    """
+    model = tokenizer.get("model") or {}
+    added = tokenizer.get("added_tokens") or []
+    vocab = model.get("vocab") or {}
+    pieces: list[str | None]
+    if isinstance(vocab, dict):
+        ids = list(vocab.values())
+        if ids == list(range(len(ids))):  # written in id order, as tokenizers writes it
+            pieces = list(vocab)
+        else:
+            pieces = [None] * (max(ids, default=-1) + 1)
+            for piece, index in vocab.items():
+                pieces[index] = piece
+    else:
+        pieces = [str(entry[0]) for entry in vocab]
+    for token in added:
+        index = int(token["id"])
+        if index >= len(pieces):
+            pieces.extend([None] * (index + 1 - len(pieces)))
+        pieces[index] = str(token["content"])
+    return {"version": DECODE_SPEC_VERSION, "pieces": pieces,
+            "added_ids": [int(token["id"]) for token in added],
+            "decoder": tokenizer.get("decoder"),
+            "space_marker": _space_marker(tokenizer.get("pre_tokenizer"))}
+
+
+def _decoder(spec: Any) -> Decoder | None:
+    """The tokenizer's decoder alone, built through a tokenizer that has nothing else."""
+    if spec is None:
+        return None
+    shell = {"version": "1.0", "truncation": None, "padding": None, "added_tokens": [],
+             "normalizer": None, "pre_tokenizer": None, "post_processor": None,
+             "decoder": spec, "model": {"type": "WordLevel", "vocab": {}, "unk_token": ""}}
+    decoder: Decoder = Tokenizer.from_str(json.dumps(shell)).decoder
+    return decoder
+
+
 @dataclass(frozen=True)
 class Vocabulary:
-    """A loaded tokenizer with the lookup tables the derender hot path uses."""
+    """A tokenizer's pieces, special ids and decoder: the lookup tables of the hot path."""
 
-    tokenizer: Tokenizer
     pieces: Sequence[str]
     """``pieces[id]``: raw vocabulary string; ``""`` for an id without an entry."""
+    holes: frozenset[int]
+    """Ids below ``size`` without an entry (``decode`` skips them, as ``tokenizers`` does)."""
+    added_ids: tuple[int, ...]
+    """Ids of ``tokenizer.json``'s added tokens (they win a piece shared with the model)."""
+    decoder: Decoder | None
     special_ids: frozenset[int]
     eos_id: int | None
     """The tokenizer's ``eos_token`` id: a stop on it leaves ``stop_reason`` null."""
@@ -96,19 +149,31 @@ class Vocabulary:
     """True when the decoder is prefix-consistent (see ``_PREFIX_CONSISTENT_DECODERS``)."""
 
     @functools.cached_property
+    def _ids(self) -> dict[str, int]:
+        """Piece → id, built on first use (only the parsers look pieces up)."""
+        ids = {piece: index for index, piece in enumerate(self.pieces)
+               if index not in self.holes}
+        ids.update((self.pieces[index], index) for index in self.added_ids)
+        return ids
+
+    def token_id(self, piece: str) -> int | None:
+        """The id of a piece (``token_to_id``), None if the vocabulary has no such token."""
+        return self._ids.get(piece)
+
+    @functools.cached_property
     def marked(self) -> Vocabulary:
         """This vocabulary with each single-token marker decoding to a private-use stand-in
         (U+E000 + its index in ``MARKUP``), for the parser path."""
         pieces = list(self.pieces)
         for index, marker in enumerate(MARKUP):
-            token = self.tokenizer.token_to_id(marker)
+            token = self.token_id(marker)
             if token is not None:
                 pieces[token] = chr(0xE000 + index)
         return dataclasses.replace(self, pieces=pieces)
 
     def spelled(self, marker: str) -> str:
         """How ``marker`` appears in text decoded with ``marked``."""
-        if self.tokenizer.token_to_id(marker) is None:
+        if self.token_id(marker) is None:
             return marker
         return chr(0xE000 + MARKUP.index(marker))
 
@@ -121,31 +186,41 @@ class Vocabulary:
         """The decoder over raw pieces (HF ``convert_tokens_to_string``)."""
         if not pieces:
             return ""
-        return str(self.tokenizer.decoder.decode(pieces))
+        if self.decoder is None:  # what ``tokenizers`` does without a decoder
+            return " ".join(pieces)
+        return str(self.decoder.decode(pieces))
 
     def decode(self, ids: list[int]) -> str:
         """Ordinary decode, special tokens kept (HF ``decode``)."""
-        return str(self.tokenizer.decode(ids, skip_special_tokens=False))
+        holes = self.holes
+        return self.join([self.pieces[i] for i in ids if not holes or i not in holes])
 
     def decode_each(self, ids: list[int]) -> list[str]:
-        """``decode([id])`` for every id, in one call into the tokenizer."""
-        return [str(s) for s in self.tokenizer.decode_batch([[i] for i in ids],
-                                                            skip_special_tokens=False)]
+        """``decode([id])`` for every id."""
+        return [self.decode([i]) for i in ids]
 
     @classmethod
     def load(
         cls,
-        tokenizer_json: str,
+        spec: Mapping[str, Any],
         tokenizer_config: dict[str, Any],
         generation_config: dict[str, Any],
     ) -> Vocabulary:
-        """Build from the text of ``tokenizer.json`` and the two parsed config files."""
-        tokenizer = Tokenizer.from_str(tokenizer_json)
-        vocab = tokenizer.get_vocab(with_added_tokens=True)
-        size = max(vocab.values(), default=-1) + 1
-        pieces = [""] * size
-        for piece, index in vocab.items():
-            pieces[index] = piece
+        """Build from a ``decode_spec`` and the two parsed config files."""
+        if spec.get("version") != DECODE_SPEC_VERSION:
+            raise ValueError(f"decode spec version {spec.get('version')!r} is not "
+                             f"{DECODE_SPEC_VERSION}: rebuild it with derender.compact")
+        raw: list[str | None] = spec["pieces"]
+        holes = frozenset(i for i, piece in enumerate(raw) if piece is None) \
+            if None in raw else frozenset()
+        pieces = [piece or "" for piece in raw] if holes else cast(list[str], raw)
+        added_ids = tuple(int(i) for i in spec["added_ids"])
+        by_added = {pieces[i]: i for i in added_ids}
+
+        def token_id(name: str) -> int | None:  # ``token_to_id``: added tokens first
+            if name in by_added:
+                return by_added[name]
+            return pieces.index(name) if name in pieces else None
 
         special_names = {
             name
@@ -161,10 +236,10 @@ class Vocabulary:
                 name for value in extra_special.values()
                 if (name := _token_content(value)) is not None
             )
-        special_ids = frozenset(vocab[name] for name in special_names if name in vocab)
+        special_ids = frozenset(i for name in special_names if (i := token_id(name)) is not None)
 
         eos_name = _token_content(tokenizer_config.get("eos_token"))
-        eos_id = vocab.get(eos_name) if eos_name is not None else None
+        eos_id = token_id(eos_name) if eos_name is not None else None
         configured = generation_config.get("eos_token_id")
         if isinstance(configured, int):
             configured = [configured]
@@ -172,13 +247,15 @@ class Vocabulary:
         if eos_id is not None:
             model_eos.add(eos_id)
 
-        decoders = _decoder_types(_component(tokenizer.decoder))
+        decoders = _decoder_types(spec.get("decoder"))
         return cls(
-            tokenizer=tokenizer,
             pieces=pieces,
+            holes=holes,
+            added_ids=added_ids,
+            decoder=_decoder(spec.get("decoder")),
             special_ids=special_ids,
             eos_id=eos_id,
             model_eos_ids=frozenset(model_eos),
-            space_marker=_space_marker(_component(tokenizer.pre_tokenizer)),
+            space_marker=spec.get("space_marker"),
             fast_path=bool(decoders) and decoders <= _PREFIX_CONSISTENT_DECODERS,
         )

@@ -69,7 +69,7 @@ class ReasoningDelta:
 def prompt_leaves_reasoning_open(vocab: Vocabulary, prompt_ids: Sequence[int] | None) -> bool:
     """qwen3: scanning the prompt backwards, ``</think>``/``<tool_call>`` close reasoning,
     ``<think>``, a ChatML turn marker or the start leave it open."""
-    token_id = vocab.tokenizer.token_to_id
+    token_id = vocab.token_id
     closing = {token_id(m) for m in (END_THINK, TOOL_CALL)} - {None}
     opening = {token_id(m) for m in (THINK, *CHATML_TURN)} - {None}
     for token in reversed(prompt_ids or ()):
