@@ -20,6 +20,10 @@ from derender.core.parsers.json_value import ValueScan
 from derender.core.parsers.reasoning import ReasoningState
 
 FINGERPRINT_BYTES = 8
+MAX_VALUE = 1 << 48
+"""Every number a state holds (ids, offsets, counters, the issue time) is far below this;
+a decoded number at or above it makes the payload malformed. Any sum the next call adds
+to one therefore stays well inside what the encoder writes (below 2**63)."""
 
 _ROLE_SENT = 1
 _STOPPED = 2
@@ -107,6 +111,8 @@ class _Reader:
             self.pos += 1
             value |= (byte & 0x7F) << shift
             if not byte & 0x80:
+                if value >= MAX_VALUE:
+                    raise ValueError("number out of range")
                 return value
             shift += 7
             if shift > 63:
