@@ -7,7 +7,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 LLAMA_TOKENIZER := tests/models/llama3.1/tokenizer.json
 
-.PHONY: run test lint typecheck unit bench clean
+.PHONY: run test lint typecheck unit bench clean layers
 
 $(READY): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -25,7 +25,7 @@ run: $(READY)
 test: lint typecheck unit
 
 lint: $(READY)
-	$(BIN)/ruff check src tests functions $(wildcard bench)
+	$(BIN)/ruff check src tests functions scripts $(wildcard bench)
 
 typecheck: $(READY)
 	$(BIN)/mypy src functions
@@ -38,8 +38,20 @@ unit: $(READY) $(LLAMA_TOKENIZER)
 $(LLAMA_TOKENIZER):
 	-scripts/fetch-llama-tokenizer.sh tests/models/llama3.1
 
+# A Python 3.12 (Lambda's runtime) to byte-compile the layer (empty when there is none).
+ifndef LAMBDA_PYTHON
+LAMBDA_PYTHON := $(shell scripts/lambda-python.sh)
+endif
+export LAMBDA_PYTHON
+LAYER_ARCH ?= arm64
+LAYERS ?= build/layers
+
+## Build the dependencies layer (for LAYER_ARCH) and the tokenizer layer under LAYERS.
+layers: $(READY)
+	scripts/build-layers.sh $(LAYER_ARCH) $(LAYERS) $(BIN)/python $(LAMBDA_PYTHON)
+
 bench: $(READY)
 	$(BIN)/python bench/core_decode.py
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis
+	rm -rf $(VENV) build .aws-sam .mypy_cache .ruff_cache .pytest_cache .hypothesis

@@ -211,10 +211,12 @@ def test_every_event_has_an_expectation() -> None:
 @pytest.mark.parametrize(("name", "function"), list(cases()))
 def test_event(handlers: dict[str, Handler], name: str, function: str) -> None:
     event = json.loads((EVENTS / f"{name}.json").read_text(encoding="utf-8"))
+    check_response(name, *invoke(handlers[function], event))
+
+
+def check_response(name: str, response: dict[str, Any], body: Any) -> None:
+    """Assert that a handler's Lambda response to event ``name`` is the expected one."""
     expected = EXPECTED[name]
-
-    response, body = invoke(handlers[function], event)
-
     status = expected.status if isinstance(expected, Error) else 200
     assert response["statusCode"] == status
     assert response["headers"]["content-type"] == "application/json"
