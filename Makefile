@@ -7,7 +7,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 LLAMA_TOKENIZER := tests/models/llama3.1/tokenizer.json
 
-.PHONY: run test lint typecheck unit bench clean layers
+.PHONY: run test lint typecheck unit bench clean layers validate bundle
 
 $(READY): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -50,8 +50,29 @@ LAYERS ?= build/layers
 layers: $(READY)
 	scripts/build-layers.sh $(LAYER_ARCH) $(LAYERS) $(BIN)/python $(LAMBDA_PYTHON)
 
+# The AWS tools live in their own venv: aws-sam-cli pins versions of shared dependencies.
+SAM_VENV := .venv-sam
+SAM_READY := $(SAM_VENV)/.installed
+export SAM_CLI_TELEMETRY := 0
+
+$(SAM_READY):
+	$(PYTHON) -m venv $(SAM_VENV)
+	$(SAM_VENV)/bin/pip install -q --upgrade pip
+	$(SAM_VENV)/bin/pip install -q "aws-sam-cli>=1.170,<2" "cfn-lint>=1.58,<2"
+	touch $@
+
+## Lint template.yaml with SAM's validator and cfn-lint (no AWS credentials needed).
+validate: $(SAM_READY)
+	$(SAM_VENV)/bin/sam validate --lint --region us-east-1
+	$(SAM_VENV)/bin/cfn-lint template.yaml
+
+## Build the layers for arm64, then `sam build` (no container) into .aws-sam/build.
+bundle: layers $(SAM_READY)
+	@test -n "$(LAMBDA_PYTHON)" || { echo "sam build needs a Python 3.12 (set LAMBDA_PYTHON)"; exit 1; }
+	PATH="$(dir $(LAMBDA_PYTHON)):$$PATH" $(SAM_VENV)/bin/sam build
+
 bench: $(READY)
 	$(BIN)/python bench/core_decode.py
 
 clean:
-	rm -rf $(VENV) build .aws-sam .mypy_cache .ruff_cache .pytest_cache .hypothesis
+	rm -rf $(VENV) $(SAM_VENV) build .aws-sam .mypy_cache .ruff_cache .pytest_cache .hypothesis
