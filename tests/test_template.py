@@ -1,0 +1,137 @@
+"""template.yaml agrees with the code and keeps its IAM to reads of the configured resources.
+
+(``make validate`` checks the template against SAM and CloudFormation; these check it against
+this repository: routes, layer paths, environment names, permissions.)
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from derender import settings
+from derender.app.main import CHAT_PATH, COMPLETIONS_PATH
+from tests.conftest import ROOT
+
+READ_ACTIONS = {"ssm:GetParameter", "secretsmanager:GetSecretValue", "kms:Decrypt",
+                "s3:ListBucket", "s3:GetObject"}
+
+
+class _CloudFormationLoader(yaml.SafeLoader):
+    """YAML with CloudFormation's short intrinsic tags (``!Ref X`` → ``{"Ref": X}``…)."""
+
+
+def _intrinsic(loader: yaml.SafeLoader, name: str, node: yaml.Node) -> dict[str, Any]:
+    if isinstance(node, yaml.ScalarNode):
+        value: Any = loader.construct_scalar(node)
+        if name == "GetAtt":
+            value = str(value).split(".", 1)
+    elif isinstance(node, yaml.SequenceNode):
+        value = loader.construct_sequence(node, deep=True)
+    else:
+        value = loader.construct_mapping(node, deep=True)  # type: ignore[arg-type]
+    return {"Ref" if name == "Ref" else f"Fn::{name}": value}
+
+
+_CloudFormationLoader.add_multi_constructor("!", _intrinsic)
+
+
+@pytest.fixture(scope="module")
+def template() -> dict[str, Any]:
+    loaded: dict[str, Any] = yaml.load((ROOT / "template.yaml").read_text(encoding="utf-8"),
+                                       Loader=_CloudFormationLoader)
+    return loaded
+
+
+def functions(template: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {name: r["Properties"] for name, r in template["Resources"].items()
+            if r["Type"] == "AWS::Serverless::Function"}
+
+
+def test_each_route_has_its_own_function_with_its_handler(template: dict[str, Any]) -> None:
+    routes = {}
+    for props in functions(template).values():
+        (event,) = props["Events"].values()
+        assert event["Type"] == "HttpApi"
+        assert event["Properties"]["ApiId"] == {"Ref": "DerenderApi"}
+        assert event["Properties"]["Method"] == "POST"
+        routes[event["Properties"]["Path"]] = props["CodeUri"]
+        assert (ROOT / props["CodeUri"] / "handler.py").is_file()
+    assert routes == {CHAT_PATH: "functions/chat_completions/",
+                      COMPLETIONS_PATH: "functions/completions/"}
+
+
+def test_the_runtime_is_python_3_12_on_arm64_within_the_api_timeout(
+        template: dict[str, Any]) -> None:
+    function = template["Globals"]["Function"]
+    assert (function["Runtime"], function["Architectures"]) == ("python3.12", ["arm64"])
+    assert function["Handler"] == "handler.handler"
+    assert function["Timeout"] < 30  # an HTTP API integration gives up after 30 s
+    assert function["MemorySize"] == 1769  # one full vCPU
+
+
+def test_the_layers_are_the_ones_make_layers_builds(template: dict[str, Any]) -> None:
+    layers = {name: r["Properties"] for name, r in template["Resources"].items()
+              if r["Type"] == "AWS::Serverless::LayerVersion"}
+    assert {name: props["ContentUri"] for name, props in layers.items()} == {
+        "DependenciesLayer": "build/layers/deps/", "TokenizersLayer": "build/layers/tokenizers/"}
+    assert template["Globals"]["Function"]["Layers"] == [
+        {"Ref": "DependenciesLayer"}, {"Ref": "TokenizersLayer"}]
+    build = (ROOT / "scripts/build-layers.sh").read_text(encoding="utf-8")
+    assert '"$out/deps/python"' in build and '"$out/tokenizers/tokenizers"' in build
+    # a layer unpacks under /opt: tokenizers/tokenizers/<model> → /opt/tokenizers/<model>
+    variables = template["Globals"]["Function"]["Environment"]["Variables"]
+    assert variables[settings.MODELS_DIR] == str(settings.LAMBDA_LAYER_MODELS)
+
+
+def test_environment_names_are_settings_the_code_reads(template: dict[str, Any]) -> None:
+    names = {value for key, value in vars(settings).items()
+             if key.isupper() and isinstance(value, str) and value.startswith("DERENDER_")}
+    assert set(template["Globals"]["Function"]["Environment"]["Variables"]) <= names
+
+
+def _statements(template: dict[str, Any]) -> list[dict[str, Any]]:
+    found = []
+    for resource in template["Resources"].values():
+        if resource["Type"] == "AWS::IAM::ManagedPolicy":
+            for entry in resource["Properties"]["PolicyDocument"]["Statement"]:
+                # a conditional statement is [condition, statement, AWS::NoValue]
+                found.append(entry["Fn::If"][1] if "Fn::If" in entry else entry)
+    return found
+
+
+def test_iam_allows_only_reads_of_the_configured_resources(template: dict[str, Any]) -> None:
+    statements = _statements(template)
+    assert {s["Action"] for s in statements} == READ_ACTIONS
+    for statement in statements:
+        assert statement["Effect"] == "Allow"
+        assert statement["Resource"] != "*" and "*" not in str(statement["Action"])
+        resource = statement["Resource"]
+        text = resource.get("Fn::Sub", "") if isinstance(resource, dict) else resource
+        assert "${AWS::AccountId}:*" not in text and ":::*" not in text
+
+
+def test_each_policy_exists_only_with_its_source(template: dict[str, Any]) -> None:
+    resources = template["Resources"]
+    assert resources["KeySourcePolicy"]["Condition"] == "HasKeySource"
+    assert resources["ModelsSourcePolicy"]["Condition"] == "HasModelsBucket"
+    for props in functions(template).values():
+        assert props["Policies"] == [
+            {"Fn::If": ["HasKeySource", {"Ref": "KeySourcePolicy"}, {"Ref": "AWS::NoValue"}]},
+            {"Fn::If": ["HasModelsBucket", {"Ref": "ModelsSourcePolicy"},
+                        {"Ref": "AWS::NoValue"}]}]
+
+
+def test_outputs_give_both_endpoints(template: dict[str, Any]) -> None:
+    outputs = template["Outputs"]
+    assert outputs["ChatCompletionsUrl"]["Value"]["Fn::Sub"].endswith(CHAT_PATH)
+    assert outputs["CompletionsUrl"]["Value"]["Fn::Sub"].endswith(COMPLETIONS_PATH)
+
+
+def test_the_readme_deploy_commands_exist() -> None:
+    makefile = Path(ROOT / "Makefile").read_text(encoding="utf-8")
+    for target in ("layers:", "validate:", "bundle:"):
+        assert f"\n{target}" in makefile
