@@ -344,3 +344,25 @@ def test_replay_infers_the_function_and_decodes_the_body() -> None:
     first, _, rest = result.stdout.partition("\n")
     assert json.loads(first)["statusCode"] == 400
     assert json.loads(rest)["error"]["message"] == NOT_A_TOKEN.message
+
+
+@pytest.mark.parametrize(("init_type", "key_source", "imported"), [
+    ("snap-start", "DERENDER_SIGNING_KEYS_SSM_PARAMETER", True),
+    ("provisioned-concurrency", "DERENDER_SIGNING_KEYS_SECRET", True),
+    ("on-demand", "DERENDER_SIGNING_KEYS_SSM_PARAMETER", False),  # a caller waits for init
+    ("snap-start", None, False),  # no AWS key source: boto3 is never needed
+])
+def test_boto3_is_imported_during_init_only_when_nobody_waits(
+        init_type: str, key_source: str | None, imported: bool) -> None:
+    env = {**os.environ, "DERENDER_MODELS_DIR": str(LAYER_MODELS),
+           "AWS_LAMBDA_FUNCTION_NAME": "derender", "AWS_LAMBDA_INITIALIZATION_TYPE": init_type}
+    for name in ("DERENDER_SIGNING_KEYS", "DERENDER_SIGNING_KEYS_SSM_PARAMETER",
+                 "DERENDER_SIGNING_KEYS_SECRET"):
+        env.pop(name, None)
+    if key_source:
+        env[key_source] = "/derender/signing-keys"
+    done = subprocess.run(
+        [sys.executable, "-c", "import sys; from derender.lambda_adapter import LambdaHandler; "
+         "LambdaHandler(); print('boto3' in sys.modules)"],
+        capture_output=True, text=True, timeout=120, check=True, cwd=ROOT, env=env)
+    assert done.stdout.strip() == str(imported)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import sys
 import time
 from typing import Any
@@ -21,6 +22,8 @@ from mangum import Mangum
 
 from derender.app.errors import envelope
 from derender.app.main import create_app
+from derender.aws_keys import preload_boto3
+from derender.settings import Settings
 from derender.telemetry import (
     completion_tokens,
     event_method,
@@ -30,6 +33,10 @@ from derender.telemetry import (
 )
 
 log = logging.getLogger("derender")
+
+PREPAID_INITS = frozenset({"snap-start", "provisioned-concurrency"})
+"""``AWS_LAMBDA_INITIALIZATION_TYPE`` values of inits that run before any request arrives (a
+SnapStart snapshot, a provisioned container): work done there costs no caller anything."""
 
 LambdaEvent = dict[str, Any]
 LambdaResponse = dict[str, Any]
@@ -59,6 +66,10 @@ class LambdaHandler:
         self.app = app or create_app()
         if warm:  # load the default model during init, not on the first request
             self.app.state.registry.get(None)
+            settings = Settings.from_env()
+            if (os.environ.get("AWS_LAMBDA_INITIALIZATION_TYPE") in PREPAID_INITS
+                    and (settings.signing_keys_ssm_parameter or settings.signing_keys_secret)):
+                preload_boto3()  # not the keys: they are read (and re-read) on use
         self._mangum = Mangum(self.app, lifespan="off")
         self._cold = True
         """True until the first invocation of this handler (one per container) starts."""
