@@ -25,8 +25,8 @@ from pydantic import (
 
 from derender.core.errors import parameter_error
 
-MAX_STOP_STRINGS = 4
 MAX_BATCH_CHUNKS = 4096
+"""Most engine chunks in one ``generate_chunks`` call (a schema limit)."""
 
 
 def _non_negative(ids: list[int] | None) -> list[int] | None:
@@ -200,7 +200,9 @@ class _SamplingParams(_Model):
     """Null counts as true."""
     spaces_between_special_tokens: bool = True
     """Only consulted by slow tokenizers; every served tokenizer here is fast."""
-    stop: str | Annotated[list[str], Field(max_length=MAX_STOP_STRINGS)] | None = None
+    stop: str | list[str] | None = None
+    """Count and length bounded by the service (``DERENDER_MAX_STOP_STRINGS``, 4 as in vLLM,
+    and ``DERENDER_MAX_STOP_STRING_CHARS``), checked after the schema."""
     stop_token_ids: list[int] | None = None
     ignore_eos: bool = False
     include_stop_str_in_output: bool = False
@@ -217,6 +219,8 @@ class ChatRequest(_SamplingParams):
     top_logprobs: int | None = 0
     include_reasoning: bool = True
     tools: list[Any] | None = None
+    """Count and each definition's JSON size bounded by the service (``DERENDER_MAX_TOOLS``,
+    ``DERENDER_MAX_TOOL_SCHEMA_BYTES``), checked after the schema."""
     tool_choice: Any = "none"
     """``"none"``, ``"auto"``, ``"required"`` or a named function; ``"auto"`` when tools are
     given without it."""

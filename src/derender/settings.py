@@ -23,6 +23,10 @@ MODELS_S3_URI = "DERENDER_MODELS_S3_URI"
 MODELS_CACHE_DIR = "DERENDER_MODELS_CACHE_DIR"
 STATE_TTL_SECONDS = "DERENDER_STATE_TTL_SECONDS"
 MAX_STATE_CHARS = "DERENDER_MAX_STATE_CHARS"
+MAX_STOP_STRINGS = "DERENDER_MAX_STOP_STRINGS"
+MAX_STOP_STRING_CHARS = "DERENDER_MAX_STOP_STRING_CHARS"
+MAX_TOOLS = "DERENDER_MAX_TOOLS"
+MAX_TOOL_SCHEMA_BYTES = "DERENDER_MAX_TOOL_SCHEMA_BYTES"
 PARSERS = "DERENDER_PARSERS"
 LAMBDA_FUNCTION_NAME = "AWS_LAMBDA_FUNCTION_NAME"
 
@@ -67,6 +71,18 @@ class Settings:
     """How long a stream's state stays valid, counted from its first chunk."""
     max_state_chars: int = 4096
     """Largest ``stream_state`` token accepted (checked before decoding)."""
+    max_stop_strings: int = 4
+    """Most stop strings in the embedded request's ``stop`` (vLLM's ``VLLM_MAX_STOP_STRINGS``);
+    must be at least what the render step accepts."""
+    max_stop_string_chars: int = 512
+    """Longest stop string, in characters. Streaming holds back up to one character less
+    than the longest one in the state, so this keeps that holdback (at most 2 KiB of UTF-8)
+    well inside ``max_state_chars``."""
+    max_tools: int = 128
+    """Most entries in ``chat_request.tools`` (OpenAI's limit)."""
+    max_tool_schema_bytes: int = 64 * 1024
+    """Largest tool definition in ``chat_request.tools`` (its JSON, parameters schema
+    included, in UTF-8 bytes)."""
     parsers: dict[str, tuple[str | None, str | None]] = field(default_factory=dict)
     """Per model folder, (reasoning parser, tool parser) replacing its manifest's; from
     ``folder:reasoning:tool[,...]`` (an empty name is none)."""
@@ -102,6 +118,10 @@ class Settings:
             models_cache_dir=Path(env.get(MODELS_CACHE_DIR) or DEFAULT_MODELS_CACHE),
             state_ttl_seconds=_int(env, STATE_TTL_SECONDS, cls.state_ttl_seconds),
             max_state_chars=_int(env, MAX_STATE_CHARS, cls.max_state_chars),
+            max_stop_strings=_int(env, MAX_STOP_STRINGS, cls.max_stop_strings),
+            max_stop_string_chars=_int(env, MAX_STOP_STRING_CHARS, cls.max_stop_string_chars),
+            max_tools=_int(env, MAX_TOOLS, cls.max_tools),
+            max_tool_schema_bytes=_int(env, MAX_TOOL_SCHEMA_BYTES, cls.max_tool_schema_bytes),
             parsers=_parsers(env.get(PARSERS) or ""),
             on_lambda=bool(env.get(LAMBDA_FUNCTION_NAME)),
         )

@@ -26,6 +26,7 @@ from derender.app.errors import (
 )
 from derender.app.keys import key_provider
 from derender.aws_models import download_models
+from derender.core.bounds import RequestLimits, check_request_limits
 from derender.core.chat import derender_chat, derender_chat_stream
 from derender.core.completions import derender_completion, derender_completion_stream
 from derender.core.errors import DerenderError
@@ -38,7 +39,7 @@ from derender.protocol import (
     DerenderChatStreamBatchRequest,
     DerenderCompletionStreamBatchRequest,
 )
-from derender.settings import Settings
+from derender.settings import MAX_BODY_BYTES, Settings
 
 JSON = dict[str, Any]
 Body = TypeVar("Body", bound=BaseModel)
@@ -107,10 +108,25 @@ def parse_body(raw: bytes, adapter: TypeAdapter[Any], batch: TypeAdapter[Any]) -
         raise SchemaError(body_errors(exc)) from None
 
 
-def _too_large(size: int, limit: int) -> Response:
+def _too_large(size: int | None, limit: int) -> Response:
+    """413 naming the limit; ``size`` None when the body was not read to its end."""
+    body = "Request body" if size is None else f"Request body of {size} bytes"
     return json_response(envelope(
-        f"Request body of {size} bytes exceeds the limit of {limit} bytes "
-        "(DERENDER_MAX_BODY_BYTES).", "RequestTooLargeError", 413), 413)
+        f"{body} exceeds the limit of {limit} bytes ({MAX_BODY_BYTES}).",
+        "RequestTooLargeError", 413), 413)
+
+
+async def _read_body(request: Request, limit: int) -> bytes | None:
+    """The body, or None as soon as it grows past ``limit``: a body sent without
+    Content-Length (chunked) is never held whole."""
+    parts: list[bytes] = []
+    size = 0
+    async for part in request.stream():
+        size += len(part)
+        if size > limit:
+            return None
+        parts.append(part)
+    return b"".join(parts)
 
 
 def _is_json(request: Request) -> bool:
@@ -132,6 +148,8 @@ def create_app(settings: Settings | None = None, registry: ModelRegistry | None 
     app.state.registry = registry
 
     ring = key_provider(settings)
+    limits = RequestLimits(settings.max_stop_strings, settings.max_stop_string_chars,
+                           settings.max_tools, settings.max_tool_schema_bytes)
 
     async def handle(request: Request, adapter: TypeAdapter[Any], batch: TypeAdapter[Any],
                      run: Callable[[Any, ServedModel], JSON],
@@ -142,12 +160,14 @@ def create_app(settings: Settings | None = None, registry: ModelRegistry | None 
         declared = request.headers.get("content-length", "")
         if declared.isdigit() and int(declared) > settings.max_body_bytes:
             return _too_large(int(declared), settings.max_body_bytes)  # before reading it
-        raw = await request.body()
-        if len(raw) > settings.max_body_bytes:
-            return _too_large(len(raw), settings.max_body_bytes)
+        raw = await _read_body(request, settings.max_body_bytes)
+        if raw is None:
+            return _too_large(None, settings.max_body_bytes)
         try:
             body = parse_body(raw, adapter, batch)
             model = registry.get(body.model)
+            check_request_limits(getattr(body, "chat_request", None)
+                                 or getattr(body, "completion_request", None), limits)
             if not body.stream:
                 return json_response(run(body, model))
             keys = ring()

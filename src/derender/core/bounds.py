@@ -1,12 +1,90 @@
-"""Limits checked before any decoding, with vLLM's messages, plus our token-range check."""
+"""Limits checked before any decoding, with vLLM's messages, plus our token-range check.
+
+Every bound the service enforces is here (README, Limits) except the body size (413, read
+by the app before parsing), the ``stream_state`` size (``state_token.verify``) and the
+schema's own (``MAX_BATCH_CHUNKS``). A message names the limit and, when it is configurable,
+its variable.
+"""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from derender.core.errors import BadRequestError
 from derender.core.registry import ModelInfo
-from derender.protocol import GenerateLogProbs, GenerateTokensResponse
+from derender.protocol import (
+    ChatRequest,
+    CompletionRequest,
+    GenerateLogProbs,
+    GenerateTokensResponse,
+    GenerateTokensStreamResponse,
+)
+from derender.settings import (
+    MAX_N_SEQUENCES,
+    MAX_STOP_STRING_CHARS,
+    MAX_STOP_STRINGS,
+    MAX_TOOL_SCHEMA_BYTES,
+    MAX_TOOLS,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class RequestLimits:
+    """Bounds on the embedded ``chat_request`` / ``completion_request`` (from Settings)."""
+
+    max_stop_strings: int = 4
+    max_stop_string_chars: int = 512
+    max_tools: int = 128
+    max_tool_schema_bytes: int = 64 * 1024
+
+
+def check_request_limits(request: ChatRequest | CompletionRequest | None,
+                         limits: RequestLimits) -> None:
+    """Stop strings (count, then each one's length), then tools (count, then each one's
+    size), before anything is decoded."""
+    if request is None:
+        return
+    stop = request.stop
+    stops = [stop] if isinstance(stop, str) else stop or []
+    if len(stops) > limits.max_stop_strings:
+        raise BadRequestError(
+            f"stop count ({len(stops)}) exceeds server maximum ({limits.max_stop_strings}). "
+            f"Set {MAX_STOP_STRINGS} to increase this limit.", param="stop")
+    for position, text in enumerate(stops):
+        if len(text) > limits.max_stop_string_chars:
+            raise BadRequestError(
+                f"stop string {position} length ({len(text)} characters) exceeds server "
+                f"maximum ({limits.max_stop_string_chars}). Set {MAX_STOP_STRING_CHARS} to "
+                "increase this limit.", param="stop")
+    tools = request.tools if isinstance(request, ChatRequest) else None
+    if not tools:
+        return
+    if len(tools) > limits.max_tools:
+        raise BadRequestError(
+            f"tools count ({len(tools)}) exceeds server maximum ({limits.max_tools}). "
+            f"Set {MAX_TOOLS} to increase this limit.", param="tools")
+    for position, tool in enumerate(tools):
+        size = _json_size(tool)
+        if size is None:
+            raise BadRequestError(f"tools[{position}] is nested too deeply to be measured "
+                                  f"against {MAX_TOOL_SCHEMA_BYTES}.", param="tools")
+        if size > limits.max_tool_schema_bytes:
+            raise BadRequestError(
+                f"tools[{position}] size ({size} bytes of JSON) exceeds server maximum "
+                f"({limits.max_tool_schema_bytes} bytes). Set {MAX_TOOL_SCHEMA_BYTES} to "
+                "increase this limit.", param="tools")
+
+
+def _json_size(value: object) -> int | None:
+    """UTF-8 size of ``value`` as compact JSON; None when nested deeper than the
+    interpreter can write."""
+    try:
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    except RecursionError:
+        return None
+    return len(text.encode("utf-8", "surrogatepass"))
 
 
 def check_response_bounds(response: GenerateTokensResponse, info: ModelInfo,
@@ -16,8 +94,8 @@ def check_response_bounds(response: GenerateTokensResponse, info: ModelInfo,
     if len(response.choices) > max_n_sequences:
         raise BadRequestError(
             f"choices count ({len(response.choices)}) in response '{response.request_id}' "
-            f"exceeds server maximum ({max_n_sequences})."
-        )
+            f"exceeds server maximum ({max_n_sequences}). Set {MAX_N_SEQUENCES} to increase "
+            "this limit.")
     limit = info.max_model_len
     for choice in response.choices:
         if choice.token_ids and len(choice.token_ids) > limit:
@@ -29,6 +107,10 @@ def check_response_bounds(response: GenerateTokensResponse, info: ModelInfo,
     if prompt_logprobs is not None and len(prompt_logprobs) > limit:
         raise BadRequestError(f"prompt_logprobs length ({len(prompt_logprobs)}) in response "
                          f"'{response.request_id}' exceeds max_model_len ({limit}).")
+    prompt_ids = response.prompt_token_ids  # not bounded by vLLM
+    if prompt_ids is not None and len(prompt_ids) > limit:
+        raise BadRequestError(f"prompt_token_ids length ({len(prompt_ids)}) in response "
+                              f"'{response.request_id}' exceeds max_model_len ({limit}).")
 
 
 def check_logprob_bounds(logprobs: GenerateLogProbs, index: int, info: ModelInfo) -> None:
@@ -44,10 +126,34 @@ def check_logprob_bounds(logprobs: GenerateLogProbs, index: int, info: ModelInfo
                              f"{index} exceeds max_logprobs ({info.max_logprobs}).")
 
 
-def check_prompt_length(ids: Sequence[int] | None, info: ModelInfo) -> None:
+def check_prompt_length(ids: Sequence[int] | None, info: ModelInfo,
+                        name: str = "prompt_token_ids") -> None:
     if ids is not None and len(ids) > info.max_model_len:
-        raise BadRequestError(f"prompt_token_ids length ({len(ids)}) exceeds max_model_len "
+        raise BadRequestError(f"{name} length ({len(ids)}) exceeds max_model_len "
                          f"({info.max_model_len}).")
+
+
+def check_stream_bounds(chunks: Sequence[GenerateTokensStreamResponse],
+                        prompt_ids: Sequence[int] | None, tokens_seen: int,
+                        info: ModelInfo) -> None:
+    """Every chunk of a streaming call before any of them is decoded (each carries at most
+    one choice, checked first): the chunk's own prompt ids, then the cumulative length
+    (vLLM's message; also for chunks without a choice, whose prompt still seeds the stream),
+    then the choice's logprob positions and candidates (vLLM bounds those only without
+    streaming)."""
+    limit = info.max_model_len
+    prompt_len = len(prompt_ids or ())
+    for chunk in chunks:
+        check_prompt_length(chunk.prompt_token_ids, info, "generate_chunk.prompt_token_ids")
+        choice = chunk.choices[0] if chunk.choices else None
+        delta = len(choice.token_ids or ()) if choice is not None else 0
+        if prompt_len + tokens_seen + delta > limit:
+            raise BadRequestError(
+                f"prompt_token_ids length ({prompt_len}) plus output_token_ids length "
+                f"({tokens_seen}) plus delta ({delta}) exceeds max_model_len ({limit}).")
+        if choice is not None and choice.logprobs is not None:
+            check_logprob_bounds(choice.logprobs, choice.index, info)
+        tokens_seen += delta
 
 
 def check_token_range(ids: Sequence[int] | None, vocab_size: int, where: str) -> None:

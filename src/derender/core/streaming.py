@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from derender.core import parsers
-from derender.core.bounds import check_logprob_range, check_token_range
+from derender.core.bounds import check_logprob_range, check_stream_bounds, check_token_range
 from derender.core.detokenizer import detokenize, seed_window
 from derender.core.errors import BadRequestError
 from derender.core.logprobs import CONTEXT_IDS, Resolved, resolve_logprobs
@@ -247,20 +247,14 @@ def run_stream(settings: StreamSettings, state: StreamState | None,
                render: Render) -> tuple[list[JSON], StreamState]:
     """Derender consecutive chunks of one stream; the same as one call per chunk."""
     out: list[JSON] = []
-    info = settings.model.info
-    for chunk in chunks:
+    choices = [single_choice(chunk, settings.route) for chunk in chunks]
+    check_stream_bounds(chunks, prompt_ids, 0 if state is None else state.tokens_seen,
+                        settings.model.info)
+    for chunk, choice in zip(chunks, choices, strict=True):
         current = open_stream(settings, state, chunk, prompt_ids)
-        choice = single_choice(chunk, settings.route)
         step = None
         after = current
         if choice is not None:
-            delta = len(choice.token_ids or ())
-            prompt_len = len(prompt_ids or ())
-            if prompt_len + current.tokens_seen + delta > info.max_model_len:
-                raise BadRequestError(
-                    f"prompt_token_ids length ({prompt_len}) plus output_token_ids length "
-                    f"({current.tokens_seen}) plus delta ({delta}) exceeds max_model_len "
-                    f"({info.max_model_len}).")
             step, after = advance(settings, current, choice)
         out.append(render(chunk, step, current))
         state = after
