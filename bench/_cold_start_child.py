@@ -5,7 +5,8 @@
 ``-S``: no site-packages, only the layer and the function on ``sys.path`` (Lambda puts
 ``/var/task`` and ``/opt/python`` there). Prints ``answered`` as soon as the first event is
 answered, then one JSON line: the seconds spent importing the libraries, building the handler
-(the app and the default model: Lambda's init) and answering the first event, and the resident
+(the app and the default model: Lambda's init) and answering the first event, the CPU time
+the process had used by then (interpreter start-up included), and the resident
 memory after serving every event of EVENTS_DIR WARM_ROUNDS times; then the time and peak
 memory of the event in the file LARGEST.
 """
@@ -47,7 +48,7 @@ def main() -> None:
     log = sys.stdout
     with open(os.devnull, "w") as quiet, contextlib.redirect_stdout(quiet):  # handler logs
         response = handler.handler(first, Context())
-        answered = time.perf_counter()
+        answered, cpu = time.perf_counter(), time.process_time()
         assert response["statusCode"] == 200, response
         print("answered", file=log, flush=True)  # the parent stamps the first response here
         after_first = status("VmRSS")
@@ -62,7 +63,7 @@ def main() -> None:
         largest_seconds = time.perf_counter() - began
     print(json.dumps({
         "imports": imported - STARTED, "init": initialised - imported,
-        "first_call": answered - initialised, "rss_first_kb": after_first,
+        "first_call": answered - initialised, "cpu": cpu, "rss_first_kb": after_first,
         "rss_warm_kb": warm, "hwm_warm_kb": warm_peak, "invocations": 1 + rounds * len(bodies),
         "largest": largest_seconds, "hwm_largest_kb": status("VmHWM"),
     }), flush=True)

@@ -5,8 +5,9 @@
 
 Each run is a fresh Python 3.12 process with only the dependencies layer and the chat
 function's folder on ``sys.path`` (``bench/_cold_start_child.py``): the time from starting the
-process to the first response through the real handler, split into imports, init (the app and
-the default model) and the first call, then the resident memory after serving every event of
+process to the first response through the real handler (and the CPU time the process used
+until then, which other work on the machine inflates less), split into imports, init (the app
+and the default model) and the first call, then the resident memory after serving every event of
 ``events/``, an 8,000-token chat response and the largest request Lambda accepts
 ``--warm-rounds`` times, and the slowest of those warm calls. Three builds run
 interleaved, round by round, so machine noise hits each alike:
@@ -124,9 +125,9 @@ def main() -> None:
                                               args.warm_rounds))
     print(f"# {machine_line()}; Lambda stand-in: {python} -S")
     print(f"# {load_line()}; {args.rounds} cold starts per build, interleaved")
-    print("| build | first response p50 (p90) | imports | init (app + model) | first call "
-          "| RSS warm | peak RSS |")
-    print("|---|---|---|---|---|---|---|")
+    print("| build | first response p50 (p90) | CPU to first response | imports | "
+          "init (app + model) | first call | RSS warm | peak RSS |")
+    print("|---|---|---|---|---|---|---|---|")
     for name, runs in results.items():
         def ms(key: str, runs: list[dict[str, Any]] = runs) -> str:
             values = sorted(run[key] * 1000 for run in runs)
@@ -135,8 +136,8 @@ def main() -> None:
         warm = median([run["rss_warm_kb"] / 1024 for run in runs])
         peak = median([run["hwm_warm_kb"] / 1024 for run in runs])
         print(f"| {name} | {median(totals):.0f} ms ({percentile(totals, 0.9):.0f} ms) | "
-              f"{ms('imports')} | {ms('init')} | {ms('first_call')} | {warm:.0f} MB | "
-              f"{peak:.0f} MB |")
+              f"{ms('cpu')} | {ms('imports')} | {ms('init')} | {ms('first_call')} | "
+              f"{warm:.0f} MB | {peak:.0f} MB |")
     invocations = int(results["shipped"][0]["invocations"])
     print(f"# RSS warm, peak RSS: after {invocations} invocations (every event of events/ and "
           f"an 8,000-token chat, {args.warm_rounds} times)")
