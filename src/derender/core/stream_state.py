@@ -14,16 +14,14 @@ from dataclasses import dataclass, field
 
 from derender.core.detokenizer import DecodeWindow
 from derender.core.errors import BadRequestError
-from derender.core.parsers import ParserState
-from derender.core.parsers.hermes import FORMS, MODES, HermesState
-from derender.core.parsers.json_value import ValueScan
+from derender.core.parsers import FORMATS_BY_TAG, ParserState, format_of
 from derender.core.parsers.reasoning import ReasoningState
+from derender.core.state_codec import MAX_VALUE, Reader, Writer
+
+__all__ = ["FINGERPRINT_BYTES", "MAX_VALUE", "StopProgress", "StreamState", "decode_state",
+           "encode_state", "fingerprint"]
 
 FINGERPRINT_BYTES = 8
-MAX_VALUE = 1 << 48
-"""Every number a state holds (ids, offsets, counters, the issue time) is far below this;
-a decoded number at or above it makes the payload malformed. Any sum the next call adds
-to one therefore stays well inside what the encoder writes (below 2**63)."""
 
 _ROLE_SENT = 1
 _STOPPED = 2
@@ -72,69 +70,8 @@ def fingerprint(*parts: object) -> bytes:
     return digest[:FINGERPRINT_BYTES]
 
 
-class _Writer:
-    def __init__(self) -> None:
-        self.out = bytearray()
-
-    def uint(self, value: int) -> None:
-        if not 0 <= value < 1 << 63:
-            raise ValueError(f"cannot encode {value} in the stream state")
-        while True:
-            byte = value & 0x7F
-            value >>= 7
-            if value:
-                self.out.append(byte | 0x80)
-            else:
-                self.out.append(byte)
-                return
-
-    def ints(self, values: tuple[int, ...]) -> None:
-        self.uint(len(values))
-        for value in values:
-            self.uint(value)
-
-    def text(self, value: str) -> None:
-        data = value.encode("utf-8", "surrogatepass")
-        self.uint(len(data))
-        self.out += data
-
-
-class _Reader:
-    def __init__(self, data: bytes) -> None:
-        self.data = data
-        self.pos = 0
-
-    def uint(self) -> int:
-        value = shift = 0
-        while True:
-            byte = self.data[self.pos]
-            self.pos += 1
-            value |= (byte & 0x7F) << shift
-            if not byte & 0x80:
-                if value >= MAX_VALUE:
-                    raise ValueError("number out of range")
-                return value
-            shift += 7
-            if shift > 63:
-                raise ValueError("varint too long")
-
-    def ints(self) -> tuple[int, ...]:
-        count = self.uint()
-        if count > len(self.data):
-            raise ValueError("list longer than the payload")
-        return tuple(self.uint() for _ in range(count))
-
-    def text(self) -> str:
-        size = self.uint()
-        data = self.data[self.pos:self.pos + size]
-        if len(data) != size:
-            raise ValueError("truncated text")
-        self.pos += size
-        return data.decode("utf-8", "surrogatepass")
-
-
 def encode_state(state: StreamState) -> bytes:
-    w = _Writer()
+    w = Writer()
     w.out += state.fingerprint
     w.uint(state.issued_at)
     w.uint((_ROLE_SENT if state.role_sent else 0) | (_STOPPED if state.stop.stopped else 0))
@@ -152,42 +89,45 @@ def encode_state(state: StreamState) -> bytes:
     return bytes(w.out)
 
 
-def _encode_parser(w: _Writer, parser: ParserState | None) -> None:
+_PARSER, _CALLS_KEPT, _REASONING, _IN_REASONING, _TOOLS = 1, 2, 4, 8, 16
+_TAG_SHIFT = 5
+"""The parser flags; above them the tool-call format's tag (hermes: 0, so hermes states
+read as they did before formats were tagged)."""
+
+
+def _encode_parser(w: Writer, parser: ParserState | None) -> None:
     if parser is None:
         w.uint(0)
         return
-    thought = parser.reasoning
-    w.uint(1 + (parser.calls_kept << 1) + ((thought is not None) << 2)
-           + ((thought is not None and thought.reasoning) << 3) + ((parser.tools is not None) << 4))
+    thought, tools = parser.reasoning, parser.tools
+    fmt = None if tools is None else format_of(tools)
+    w.uint(_PARSER | (_CALLS_KEPT if parser.calls_kept else 0)
+           | (0 if thought is None else _REASONING | (_IN_REASONING if thought.reasoning else 0))
+           | (0 if fmt is None else _TOOLS | fmt.tag << _TAG_SHIFT))
     if thought is not None:
         w.text(thought.held)
-    tools = parser.tools
-    if tools is not None:
-        scan = tools.scan
-        w.uint(MODES.index(tools.mode) | FORMS.index(tools.form) << 4)
-        w.text(tools.held)
-        w.uint(tools.calls)
-        w.uint(tools.spoke | scan.started << 1 | scan.in_string << 2 | scan.escaped << 3
-               | scan.scalar << 4)
-        w.uint(scan.depth)
+    if fmt is not None and tools is not None:
+        fmt.write(tools, w)
 
 
-def _decode_parser(r: _Reader) -> ParserState | None:
+def _decode_parser(r: Reader) -> ParserState | None:
     flags = r.uint()
-    if not flags & 1:
+    if not flags & _PARSER:
         return None
-    thought = ReasoningState(bool(flags & 8), r.text()) if flags & 4 else None
+    thought = ReasoningState(bool(flags & _IN_REASONING), r.text()) if flags & _REASONING else None
     tools = None
-    if flags & 16:
-        mode_form, held, calls, bits, depth = r.uint(), r.text(), r.uint(), r.uint(), r.uint()
-        tools = HermesState(MODES[mode_form & 15], held, calls, bool(bits & 1), ValueScan(
-            started=bool(bits & 2), depth=depth, in_string=bool(bits & 4),
-            escaped=bool(bits & 8), scalar=bool(bits & 16)), FORMS[mode_form >> 4])
-    return ParserState(thought, tools, bool(flags & 2))
+    if flags & _TOOLS:
+        fmt = FORMATS_BY_TAG.get(flags >> _TAG_SHIFT)
+        if fmt is None:
+            raise ValueError("unknown tool-call format")
+        tools = fmt.decode(r)
+    elif flags >> _TAG_SHIFT:
+        raise ValueError("a tool-call format without its state")
+    return ParserState(thought, tools, bool(flags & _CALLS_KEPT))
 
 
 def decode_state(payload: bytes) -> StreamState:
-    r = _Reader(payload)
+    r = Reader(payload)
     try:
         fp = payload[:FINGERPRINT_BYTES]
         r.pos = FINGERPRINT_BYTES

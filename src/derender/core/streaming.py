@@ -21,7 +21,7 @@ from derender.core.errors import BadRequestError
 from derender.core.logprobs import CONTEXT_IDS, Resolved, resolve_logprobs
 from derender.core.markers import pending_prefix
 from derender.core.parsers import ParserSettings
-from derender.core.parsers.hermes import ToolCallDelta
+from derender.core.parsers.tools import ToolCallDelta
 from derender.core.registry import ServedModel
 from derender.core.sequence import DecodeSettings
 from derender.core.stops import (

@@ -1,5 +1,9 @@
 """Reasoning and tool-call parsing of chat output: reasoning first, then tool calls in what
-remains, each an incremental machine with plain-data state (vLLM §7, design §6)."""
+remains, each an incremental machine with plain-data state (vLLM §7, design §6).
+
+Tool-call formats are registered in ``TOOL_FORMATS`` under vLLM's parser names, one module
+each, all with the interface of ``tools.ToolFormat``; the stream state stores a format's tag
+with its state."""
 
 from __future__ import annotations
 
@@ -8,14 +12,25 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from derender.core.errors import BadRequestError
 from derender.core.parsers import hermes, reasoning
-from derender.core.parsers.hermes import HermesState, ToolCallDelta
 from derender.core.parsers.reasoning import ReasoningFormat, ReasoningState
+from derender.core.parsers.tools import ToolCallDelta, ToolContext, ToolFormat, ToolState
 from derender.core.vocab import MARKUP, RESTORE_MARKUP, Vocabulary
 from derender.protocol import ChatRequest
 
+TOOL_FORMATS: dict[str, ToolFormat[Any]] = {fmt.name: fmt for fmt in (hermes.FORMAT,)}
+"""The tool-call formats, by the name vLLM's ``--tool-call-parser`` gives them."""
+FORMATS_BY_TAG: dict[int, ToolFormat[Any]] = {fmt.tag: fmt for fmt in TOOL_FORMATS.values()}
+if len(FORMATS_BY_TAG) != len(TOOL_FORMATS):
+    raise RuntimeError("two tool-call formats share a state tag")
+_FORMAT_OF_STATE: dict[type, ToolFormat[Any]] = {
+    fmt.state_type: fmt for fmt in TOOL_FORMATS.values()}
+
+OTHER_FORMAT = "stream_state holds the tool-call state of another format than this model's"
+
 REASONING_PARSERS = frozenset(reasoning.FORMATS)
-TOOL_PARSERS = frozenset({"hermes"})
+TOOL_PARSERS = frozenset(TOOL_FORMATS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,8 +40,9 @@ class ParserSettings:
     reasoning: ReasoningFormat | None
     thinking: bool
     """``enable_thinking`` from the template kwargs (vLLM §7.2)."""
-    tools: bool
-    """Tool calls are parsed at all (a tool parser and ``tool_choice`` other than "none")."""
+    tool_format: str | None
+    """The tool-call format parsing the output; None when tool calls are not parsed (no tool
+    parser, no ``tools``, or ``tool_choice`` "none")."""
     keep_calls: bool
     """Parsed calls are returned (else dropped, their markup gone, as vLLM does)."""
     forced: bool
@@ -43,11 +59,20 @@ class ParserSettings:
     def spelling(self) -> dict[str, str]:
         return dict(self.spell)
 
+    @property
+    def tools(self) -> bool:
+        """Tool calls are parsed at all."""
+        return self.tool_format is not None
+
+    def tool_context(self) -> ToolContext:
+        return ToolContext(self.forced_name, self.forced and not self.named, self.spelling)
+
 
 @dataclass(frozen=True, slots=True)
 class ParserState:
     reasoning: ReasoningState | None
-    tools: HermesState | None
+    tools: ToolState | None
+    """The tool-call format's state (the type says which format)."""
     calls_kept: bool = False
     """A kept tool call was emitted (finish_reason becomes "tool_calls")."""
 
@@ -81,7 +106,8 @@ def parser_settings(reasoning_parser: str | None, tool_parser: str | None,
     keep = forced or (choice == "auto" and tools)
     return ParserSettings(
         reasoning=reasoning.FORMATS[reasoning_parser] if reasoning_parser else None,
-        thinking=template_thinking(request), tools=tools, keep_calls=keep, forced=forced,
+        thinking=template_thinking(request), tool_format=tool_parser if tools else None,
+        keep_calls=keep, forced=forced,
         named=named, forced_name=(choice.get("function") or {}).get("name") if named else None,
         parallel=request.parallel_tool_calls is not False,
         include_reasoning=request.include_reasoning,
@@ -95,7 +121,8 @@ def start(settings: ParserSettings, vocab: Vocabulary, prompt_ids: Sequence[int]
     return ParserState(
         reasoning=None if fmt is None else reasoning.start(fmt, vocab, prompt_ids,
                                                            settings.thinking),
-        tools=HermesState() if settings.tools else None,
+        tools=None if settings.tool_format is None else
+        TOOL_FORMATS[settings.tool_format].start(),
     )
 
 
@@ -112,10 +139,11 @@ def feed(settings: ParserSettings, state: ParserState, text: str, final: bool
     calls: list[ToolCallDelta] = []
     tool_state = state.tools
     if tool_state is not None:
-        content, calls, tool_state = hermes.feed(
-            tool_state, content, final, settings.forced_name,
-            settings.forced and not settings.named,
-            (spell[hermes.OPEN], spell[hermes.CLOSE]))
+        fmt = TOOL_FORMATS.get(settings.tool_format or "")
+        if fmt is None or not isinstance(tool_state, fmt.state_type):
+            raise BadRequestError(OTHER_FORMAT)
+        content, calls, tool_state = fmt.step(tool_state, content, final,
+                                              settings.tool_context())
         if not settings.keep_calls:
             calls = []
         elif not settings.parallel:
@@ -125,6 +153,11 @@ def feed(settings: ParserSettings, state: ParserState, text: str, final: bool
     delta = ParsedDelta((thought if settings.include_reasoning else "").translate(RESTORE_MARKUP),
                         content.translate(RESTORE_MARKUP), calls)
     return delta, ParserState(reasoning_state, tool_state, state.calls_kept or bool(calls))
+
+
+def format_of(state: ToolState) -> ToolFormat[Any]:
+    """The format a tool-call state belongs to."""
+    return _FORMAT_OF_STATE[type(state)]
 
 
 def tool_call_id(request_id: str, choice_index: int, call_index: int) -> str:

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 
 from derender.core.markers import earliest, pending_prefix
 from derender.core.parsers.json_value import ValueScan, scan
+from derender.core.parsers.tools import ToolCallDelta, ToolContext, ToolFormat, ToolState, merge
+from derender.core.state_codec import Reader, Writer
 
 OPEN, CLOSE = "<tool_call>", "</tool_call>"
 MAX_HEAD = 1024
@@ -42,16 +44,7 @@ _LIST_END = re.compile(r'\s*\]')
 
 
 @dataclass(frozen=True, slots=True)
-class ToolCallDelta:
-    """Part of one tool call: its name on the first delta, then argument text."""
-
-    index: int
-    name: str | None
-    arguments: str
-
-
-@dataclass(frozen=True, slots=True)
-class HermesState:
+class HermesState(ToolState):
     mode: str = CONTENT
     held: str = ""
     calls: int = 0
@@ -175,7 +168,7 @@ def feed(state: HermesState, text: str, final: bool, forced_name: str | None = N
                 break
             buffer = buffer[found[0] + len(marker):]
             mode = AFTER if mode == TAIL else HEAD
-    return ("".join(content), _merge(deltas),
+    return ("".join(content), merge(deltas),
             HermesState(mode, held, calls, spoke, scanner, form))
 
 
@@ -204,14 +197,28 @@ def _closing_tag(scanner: ValueScan, text: str, close_tag: str) -> int | None:
     return None
 
 
-def _merge(deltas: list[ToolCallDelta]) -> list[ToolCallDelta]:
-    """One delta per call index and chunk: name and argument text joined."""
-    merged: list[ToolCallDelta] = []
-    for delta in deltas:
-        if merged and merged[-1].index == delta.index:
-            last = merged[-1]
-            merged[-1] = ToolCallDelta(last.index, last.name or delta.name,
-                                       last.arguments + delta.arguments)
-        else:
-            merged.append(delta)
-    return [d for d in merged if d.name is not None or d.arguments]
+def _feed(state: HermesState, text: str, final: bool, context: ToolContext
+          ) -> tuple[str, list[ToolCallDelta], HermesState]:
+    return feed(state, text, final, context.forced_name, context.required,
+                (context.spelled(OPEN), context.spelled(CLOSE)))
+
+
+def _encode(state: HermesState, w: Writer) -> None:
+    scan_ = state.scan
+    w.uint(MODES.index(state.mode) | FORMS.index(state.form) << 4)
+    w.text(state.held)
+    w.uint(state.calls)
+    w.uint(state.spoke | scan_.started << 1 | scan_.in_string << 2 | scan_.escaped << 3
+           | scan_.scalar << 4)
+    w.uint(scan_.depth)
+
+
+def _decode(r: Reader) -> HermesState:
+    mode_form, held, calls, bits, depth = r.uint(), r.text(), r.uint(), r.uint(), r.uint()
+    return HermesState(MODES[mode_form & 15], held, calls, bool(bits & 1), ValueScan(
+        started=bool(bits & 2), depth=depth, in_string=bool(bits & 4),
+        escaped=bool(bits & 8), scalar=bool(bits & 16)), FORMS[mode_form >> 4])
+
+
+FORMAT = ToolFormat("hermes", 0, HermesState, HermesState, _feed, _encode, _decode)
+"""Tag 0: hermes states are laid out as before formats were tagged."""

@@ -1,0 +1,93 @@
+"""What every tool-call format provides, so formats plug into the parser path alike.
+
+A format is one module holding one incremental machine (design §6): a start state, ``feed``
+(new text in; content, tool-call deltas and the next state out; ``final`` settles what was
+held back) and the compact encoding of its state. Streaming feeds each chunk's text,
+non-streaming feeds the whole text at once with ``final``, so the two always agree. A state
+is plain data of a type only its format uses, bounded whatever the output's length, and its
+encoding is preceded by the format's tag, so a decoded state says which format it belongs to
+and is never read as another's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+from derender.core.state_codec import Reader, Writer
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallDelta:
+    """Part of one tool call: its name on the first delta, then argument text."""
+
+    index: int
+    name: str | None
+    arguments: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolContext:
+    """What the request and the vocabulary tell a format (the same on every call)."""
+
+    forced_name: str | None = None
+    """The named function of ``tool_choice``, whose bare JSON arguments may be the output."""
+    required: bool = False
+    """``tool_choice`` "required": the output may be a JSON list of ``{"name", "parameters"}``."""
+    spell: Mapping[str, str] | None = None
+    """Each marker and how it appears in the text (a stand-in character where the vocabulary
+    has it as one token); None: as itself."""
+
+    def spelled(self, marker: str) -> str:
+        return marker if self.spell is None else self.spell.get(marker, marker)
+
+
+class ToolState:
+    """Base of every format's state (each format has its own subclass)."""
+
+    __slots__ = ()
+
+
+S = TypeVar("S", bound=ToolState)
+
+Feed = Callable[[S, str, bool, ToolContext], tuple[str, list[ToolCallDelta], S]]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolFormat(Generic[S]):
+    """One tool-call format as vLLM names it."""
+
+    name: str
+    tag: int
+    """Its code in the stream state (never reused: a state says which format wrote it)."""
+    state_type: type[S]
+    start: Callable[[], S]
+    feed: Feed[S]
+    encode: Callable[[S, Writer], None]
+    decode: Callable[[Reader], S]
+
+    def step(self, state: ToolState, text: str, final: bool, context: ToolContext
+             ) -> tuple[str, list[ToolCallDelta], S]:
+        """``feed`` for a state of this format; another format's state is refused."""
+        if not isinstance(state, self.state_type):
+            raise ValueError(f"a {type(state).__name__} is not a {self.name} state")
+        return self.feed(state, text, final, context)
+
+    def write(self, state: ToolState, w: Writer) -> None:
+        if not isinstance(state, self.state_type):
+            raise ValueError(f"a {type(state).__name__} is not a {self.name} state")
+        self.encode(state, w)
+
+
+def merge(deltas: list[ToolCallDelta]) -> list[ToolCallDelta]:
+    """One delta per call index and chunk: name and argument text joined; empty ones gone."""
+    merged: list[ToolCallDelta] = []
+    for delta in deltas:
+        if merged and merged[-1].index == delta.index:
+            last = merged[-1]
+            merged[-1] = ToolCallDelta(last.index, last.name or delta.name,
+                                       last.arguments + delta.arguments)
+        else:
+            merged.append(delta)
+    return [d for d in merged if d.name is not None or d.arguments]
