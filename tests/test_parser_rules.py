@@ -606,3 +606,16 @@ def test_whitespace_before_a_call_does_not_grow_the_state(qwen: Any) -> None:
     folded, states = stream_fold(qwen, ids, CLOSED_PROMPT, per_chunk=1, tools=TOOLS)
     assert max(len(s) for s in states) <= STATE_LIMIT, max(len(s) for s in states)
     assert folded["finish"] == "tool_calls"
+
+
+@pytest.mark.parametrize("name", ["a\\qb", "a\nb", "a\\u00"], ids=["bad-escape", "raw-newline",
+                                                                 "short-unicode"])
+def test_a_call_name_that_is_not_a_json_string_is_unreadable(qwen: Any, name: str) -> None:
+    # A name JSON cannot read makes the call unreadable (its text comes back as content), as
+    # any other unreadable call; it was a 500 (the name was decoded after a looser match).
+    text = '{"name": "' + name + '", "arguments": {}}'
+    ids = [*R, TOOL, *enc(text), END_TOOL, EOS]
+    choice = chat(qwen, ids, tools=TOOLS)
+    assert fields(choice) == ("<tool_call>" + text + "</tool_call>", "x", 0, "stop")
+    folded, _ = stream_fold(qwen, ids, OPEN_PROMPT, per_chunk=2, tools=TOOLS)
+    assert (folded["content"], folded["calls"]) == ("<tool_call>" + text + "</tool_call>", {})

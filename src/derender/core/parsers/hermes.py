@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass, field
 
 from derender.core.markers import earliest, pending_prefix
-from derender.core.parsers.json_value import ValueScan, scan
+from derender.core.parsers.json_value import STRING_PATTERN, ValueScan, scan
 from derender.core.parsers.tools import ToolCallDelta, ToolContext, ToolFormat, ToolState, merge
 from derender.core.state_codec import Reader, Writer
 
@@ -27,7 +27,7 @@ MAX_LEADING_SPACE = 256
 """Whitespace before the first call that is dropped with it; more is content (either way
 the state stays small)."""
 
-_HEAD = re.compile(r'\s*\{\s*"name"\s*:\s*"((?:[^"\\]|\\.)*)"\s*,\s*"arguments"\s*:\s*')
+_HEAD = re.compile(rf'\s*\{{\s*"name"\s*:\s*{STRING_PATTERN}\s*,\s*"arguments"\s*:\s*')
 
 CONTENT, HEAD, ARGS, TAIL, AFTER = "content", "head", "args", "tail", "after"
 LIST_HEAD, LIST_TAIL = "list-head", "list-tail"
@@ -39,7 +39,7 @@ FORMS = (TAGGED, LISTED, BARE)
 ``{"name", "parameters"}``; for a named function the bare arguments object."""
 
 _FLIPPED = re.compile(r'\s*\{\s*"arguments"\s*:\s*')
-_LIST_HEAD = re.compile(r'\s*\{\s*"name"\s*:\s*"((?:[^"\\]|\\.)*)"\s*,\s*"parameters"\s*:\s*')
+_LIST_HEAD = re.compile(rf'\s*\{{\s*"name"\s*:\s*{STRING_PATTERN}\s*,\s*"parameters"\s*:\s*')
 _LIST_END = re.compile(r'\s*\]')
 
 

@@ -10,6 +10,9 @@ from dataclasses import dataclass
 
 _SCALAR_END = frozenset(",}] \t\r\n")
 
+STRING_PATTERN = r'"((?:[^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*)"'
+"""A JSON string (group 1: its body, which ``json.loads(f'"{body}"')`` always reads)."""
+
 
 @dataclass(frozen=True, slots=True)
 class ValueScan:
