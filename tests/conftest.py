@@ -15,17 +15,26 @@ from derender.app.main import create_app
 from derender.core.registry import ModelRegistry, ServedModel, load_vocabulary, read_model_info
 from derender.core.vocab import Vocabulary
 from derender.settings import Settings
+from tests.tokenizer_variants import derive_llama31_tools
 
 ROOT = Path(__file__).resolve().parent.parent
 LAYER_MODELS = ROOT / "layers" / "tokenizers"
 TEST_MODELS = ROOT / "tests" / "models"
 FIXTURES = ROOT / "tests" / "fixtures" / "vllm-0.33"
 
-MODEL_NAMES = ("qwen3", "mistral-7b", "deepseek-v3", "gpt2", "llama3.1")
+MODEL_NAMES = ("qwen3", "mistral-7b", "deepseek-v3", "gpt2", "llama3.1", "llama3.1-tools")
+DERIVED = {"llama3.1-tools": ("llama3.1", derive_llama31_tools)}
+"""Test models whose tokenizer files are derived from another's (tests/tokenizer_variants.py)."""
 
 
 def model_folder(name: str) -> Path:
-    return LAYER_MODELS / name if name == "qwen3" else TEST_MODELS / name
+    if name == "qwen3":
+        return LAYER_MODELS / name
+    folder = TEST_MODELS / name
+    if name in DERIVED and not (folder / "tokenizer.json").is_file():
+        source, derive = DERIVED[name]
+        derive(TEST_MODELS / source, folder)
+    return folder
 
 
 def has_tokenizer(name: str) -> bool:
@@ -38,7 +47,7 @@ LLAMA_MISSING = ("Llama 3.1 tokenizer not present: `make test` fetches it from t
 
 def require_model(name: str) -> None:
     if not has_tokenizer(name):
-        pytest.skip(LLAMA_MISSING if name == "llama3.1" else f"no tokenizer for {name}")
+        pytest.skip(LLAMA_MISSING if name.startswith("llama3.1") else f"no tokenizer for {name}")
 
 
 @functools.cache

@@ -1,0 +1,250 @@
+"""The ``llama3_json`` tool-call format (Llama 3.x): JSON objects ``{"name": …,
+"parameters": …}`` (or ``"arguments"``), optionally after ``<|python_tag|>``, several
+separated by ``;`` or written as a JSON list.
+
+vLLM 0.33's reference (``Llama3JsonToolParser``) reads, without streaming, every ``{`` of the
+output as a JSON object, and returns calls only if each one is a call, dropping all other text;
+its streaming reads calls only when the output starts with ``{`` or ``<|python_tag|>``. This
+machine serves both modes alike (design §6), so it reads the calls wherever they are and keeps
+the state small:
+
+- before the first call, text is content (whitespace alone before a call is not); a
+  ``<|python_tag|>`` (or a ``[`` opening the output) right before a call is dropped;
+- a ``{`` opens a call when ``{"name": "…", "parameters"|"arguments":`` can be read within
+  ``MAX_HEAD`` characters: the call's first delta carries the name, then the arguments stream
+  as the model writes them (``json_value.scan`` finds their end); an object with its keys in
+  another order is read whole if it closes within ``MAX_HEAD`` characters;
+- any other object before the first call comes back as content; after the first call only
+  calls are read and everything else (``;``, ``]``, text) is dropped;
+- with a named ``tool_choice``, an object at the start that is not a call is the function's
+  bare arguments (the JSON-schema form).
+
+State: the mode, a short holdback, the call counter, the spoke flag and the JSON scanner.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from derender.core.markers import earliest, pending_prefix
+from derender.core.parsers.json_value import STRING_PATTERN, ValueScan, scan
+from derender.core.parsers.tools import ToolCallDelta, ToolContext, ToolFormat, ToolState, merge
+from derender.core.state_codec import Reader, Writer
+
+PYTHON_TAG = "<|python_tag|>"
+MAX_HEAD = 512
+"""Characters of an object read before it must be known as a call (its head, or the whole
+object when its keys come in another order); past that its text is not a call."""
+MAX_LEADING_SPACE = 256
+"""Whitespace before the first call that is dropped with it; more is content."""
+
+CONTENT, OPENER, OBJECT, ARGS, TAIL, AFTER = "content", "opener", "object", "args", "tail", "after"
+MODES = (CONTENT, OPENER, OBJECT, ARGS, TAIL, AFTER)
+
+_WS = " \t\n\r"
+_W = "[ \t\n\r]*"
+_HEAD = re.compile(rf'\{{{_W}"name"{_W}:{_W}{STRING_PATTERN}{_W},'
+                   rf'{_W}"(?:arguments|parameters)"{_W}:{_W}')
+_KEYS = ('"arguments"', '"parameters"')
+
+
+@dataclass(frozen=True, slots=True)
+class Llama3JsonState(ToolState):
+    mode: str = CONTENT
+    held: str = ""
+    calls: int = 0
+    """Calls started so far (the next call's index)."""
+    spoke: bool = False
+    """Content other than whitespace was emitted."""
+    scan: ValueScan = field(default_factory=ValueScan)
+    """The arguments being read (ARGS), or the rest of their object (TAIL)."""
+    bare: bool = False
+    """The arguments being read are the whole output (named ``tool_choice``)."""
+    lead: int = 0
+    """Characters of the held object's opener (``<|python_tag|>`` or ``[`` and whitespace):
+    dropped if the object is a call, content if it is not."""
+
+
+def feed(state: Llama3JsonState, text: str, final: bool, context: ToolContext
+         ) -> tuple[str, list[ToolCallDelta], Llama3JsonState]:
+    """Content and tool-call deltas of new text; ``final`` settles what was held back."""
+    tag = context.spelled(PYTHON_TAG)
+    forced = context.forced_name is not None or context.required
+    buffer = state.held + text
+    mode, calls, spoke, scanner, bare = state.mode, state.calls, state.spoke, state.scan, state.bare
+    lead = state.lead
+    content: list[str] = []
+    deltas: list[ToolCallDelta] = []
+    held = ""
+    while buffer or final:
+        if mode == CONTENT:
+            found = earliest(buffer, ("{", tag))
+            if not spoke and calls == 0 and buffer.lstrip(_WS).startswith("["):
+                at = len(buffer) - len(buffer.lstrip(_WS))
+                if found is None or at < found[0]:
+                    found = (at, "[")
+            if found is None:
+                hold = 0 if final else pending_prefix(buffer, (tag,))
+                out = buffer[:len(buffer) - hold]
+                if not spoke and not out.strip():
+                    if final and forced:
+                        out = ""  # forced tool choice: whitespace alone is no content
+                    elif not final and len(out) <= MAX_LEADING_SPACE:
+                        hold, out = len(buffer), ""  # whitespace may precede a call
+                content.append(out)
+                spoke = spoke or bool(out.strip())
+                held = buffer[len(buffer) - hold:]
+                break
+            at, marker = found
+            before = buffer[:at]
+            if spoke or before.strip():
+                content.append(before)
+                spoke = True
+            mode, buffer = (OBJECT if marker == "{" else OPENER), buffer[at:]
+        elif mode == OPENER:  # <|python_tag|> or a leading "[": dropped if a call follows
+            opener = tag if buffer.startswith(tag) else "["
+            rest = buffer[len(opener):]
+            after_space = rest.lstrip(_WS)
+            if after_space.startswith("{"):
+                mode, lead = OBJECT, len(buffer) - len(after_space)
+            elif after_space or final or len(rest) > MAX_LEADING_SPACE:
+                content.append(opener)
+                spoke, mode, buffer = True, CONTENT, rest
+            else:
+                held = buffer
+                break
+        elif mode == OBJECT:  # an opener (``lead`` characters), then "{"
+            obj = buffer[lead:]
+            match = _HEAD.match(obj)
+            if match is not None and match.end() <= MAX_HEAD:
+                deltas.append(ToolCallDelta(calls, json.loads(f'"{match.group(1)}"'), ""))
+                calls += 1
+                mode, buffer, scanner, bare = ARGS, obj[match.end():], ValueScan(), False
+                lead = 0
+                continue
+            if not final and len(obj) < MAX_HEAD and _could_be_head(obj):
+                held = buffer
+                break
+            if context.forced_name is not None and calls == 0 and not spoke:
+                deltas.append(ToolCallDelta(calls, context.forced_name, ""))
+                calls += 1
+                mode, buffer, scanner, bare, lead = ARGS, obj, ValueScan(), True, 0
+                continue
+            cut = 1  # not an object with keys: only its "{" is passed
+            if obj[1:].lstrip(_WS).startswith('"'):
+                end, _ = scan(ValueScan(), obj[:MAX_HEAD])
+                if end is None and not final and len(obj) < MAX_HEAD:
+                    held = buffer
+                    break
+                call = None if end is None else _whole_call(obj[:end])
+                if call is not None and end is not None:
+                    deltas.append(ToolCallDelta(calls, *call))
+                    calls += 1
+                    mode, buffer, lead = AFTER, obj[end:], 0
+                    continue
+                cut = min(len(obj), MAX_HEAD) if end is None else end
+            if calls:  # after the calls, what is not a call is dropped
+                mode, buffer = AFTER, obj[cut:]
+            else:  # not a call: its text (with the opener before it) is content
+                content.append(buffer[:lead + cut])
+                spoke, mode, buffer = True, CONTENT, obj[cut:]
+            lead = 0
+        elif mode == ARGS:
+            started = scanner.started
+            value_end, after = scan(scanner, buffer)
+            piece, rest = buffer, ""
+            if value_end is None:
+                scanner = after
+            else:
+                piece, rest = buffer[:value_end], buffer[value_end:]
+                scanner = ValueScan(started=True, depth=1)  # the rest of the call's object
+                mode = AFTER if bare else TAIL
+            if not started:
+                piece = piece.lstrip(_WS)
+            if piece:
+                deltas.append(ToolCallDelta(calls - 1, None, piece))
+            if mode == ARGS:
+                break
+            buffer = rest
+        elif mode == TAIL:  # other keys of the call's object, then its "}"
+            object_end, after = scan(scanner, buffer)
+            if object_end is None:
+                scanner = after
+                break
+            mode, buffer, scanner = AFTER, buffer[object_end:], ValueScan()
+        else:  # AFTER: only calls are read
+            at = buffer.find("{")
+            if at < 0:
+                break
+            mode, buffer = OBJECT, buffer[at:]
+    return ("".join(content), merge(deltas),
+            Llama3JsonState(mode, held, calls, spoke, scanner, bare, lead if held else 0))
+
+
+def _could_be_head(text: str) -> bool:
+    """Whether more text could still make ``text`` begin ``{"name": "…", "arguments":``."""
+    pos = 0
+    for part in ("{", '"name"', ":", None, ",", _KEYS, ":"):
+        while pos < len(text) and text[pos] in _WS:
+            pos += 1
+        rest = text[pos:]
+        if not rest:
+            return True
+        if part is None:  # the name: a JSON string
+            match = re.match(STRING_PATTERN, rest)
+            if match is None:
+                return re.fullmatch(r'"(?:[^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{0,4})*'
+                                    r'\\?', rest) is not None
+            pos += match.end()
+            continue
+        options = (part,) if isinstance(part, str) else part
+        for option in options:
+            if rest.startswith(option):
+                pos += len(option)
+                break
+            if option.startswith(rest):
+                return True
+        else:
+            return False
+    return True
+
+
+def _whole_call(region: str) -> tuple[str, str] | None:
+    """Name and arguments of a whole object that is a call with its keys in any order."""
+    try:
+        call: Any = json.loads(region)
+    except ValueError:
+        return None
+    if not isinstance(call, dict) or not isinstance(call.get("name"), str):
+        return None
+    for key in ("arguments", "parameters"):
+        if key in call:
+            return call["name"], json.dumps(call[key], ensure_ascii=False)
+    return None
+
+
+def _encode(state: Llama3JsonState, w: Writer) -> None:
+    scan_ = state.scan
+    w.uint(MODES.index(state.mode) | state.bare << 3)
+    w.text(state.held)
+    w.uint(state.calls)
+    w.uint(state.spoke | scan_.started << 1 | scan_.in_string << 2 | scan_.escaped << 3
+           | scan_.scalar << 4)
+    w.uint(scan_.depth)
+    w.uint(state.lead)
+
+
+def _decode(r: Reader) -> Llama3JsonState:
+    mode_bare, held, calls, bits, depth = r.uint(), r.text(), r.uint(), r.uint(), r.uint()
+    lead = r.uint()
+    if mode_bare >> 4 or bits >> 5 or lead > len(held):
+        raise ValueError("malformed llama3_json state")
+    return Llama3JsonState(MODES[mode_bare & 7], held, calls, bool(bits & 1), ValueScan(
+        started=bool(bits & 2), depth=depth, in_string=bool(bits & 4),
+        escaped=bool(bits & 8), scalar=bool(bits & 16)), bool(mode_bare & 8), lead)
+
+
+FORMAT = ToolFormat("llama3_json", 1, Llama3JsonState, Llama3JsonState, feed, _encode, _decode)
