@@ -1,13 +1,15 @@
-"""Record the llama3_json conformance cases from the real vLLM 0.33 render server.
+"""Record the llama3_json and pythonic conformance cases from the real vLLM 0.33 render server.
 
-Usage (a server on the derived Llama 3.1 tokenizer, see tests/tokenizer_variants.py; its
+Usage (two servers on the derived Llama 3.1 tokenizer, see tests/tokenizer_variants.py; its
 model folder holds tests/models/llama3.1-tools/*.json):
 
     PEER=$HOME/vllm-peer; mkdir -p $PEER/models/llama3.1-tools
     cp tests/models/llama3.1-tools/*.json $PEER/models/llama3.1-tools/
     ../shared/peer/start.sh llama3.1-tools 8131 --tool-call-parser llama3_json \
         --enable-auto-tool-choice
-    .venv/bin/python scripts/record_tool_fixtures.py 8131
+    ../shared/peer/start.sh llama3.1-tools 8132 --tool-call-parser pythonic \
+        --enable-auto-tool-choice
+    .venv/bin/python scripts/record_tool_fixtures.py 8131 8132
 
 Each case is a hand-written model output, encoded with the tokenizer (special tokens such as
 ``<|python_tag|>`` become their ids), followed by an EOS id (or none, finish "length"); the
@@ -80,6 +82,19 @@ LLAMA_NO_NAME = '{"city": "Paris", "unit": "c"}'
 LLAMA_BRACES = "Use the {city} placeholder in your template, e.g. {\"city\": \"Paris\"}."
 LLAMA_TRUNCATED = '{"name": "get_weather", "parameters": {"city": "Par'
 
+PY_SINGLE = "[get_weather(city='Paris', unit='c')]"
+PY_PARALLEL = ('[get_weather(city="Zürich"), get_weather(city=\'東京\', unit=None), '
+               "create_note(title='Trip', tags=['x', \"y\"])]")
+PY_LITERALS = ("[create_note(title='He said \"hi\" 🌦', body='line1\\nline2\\ttab \\u00df', "
+               "tags=('a', 'ß'), meta={'priority': 2, 'nested': {'ok': True, 'ratio': -0.25, "
+               "'none': None, 1: false}}, count=1_000, scale=-1.5e3)]")
+PY_BEFORE = "Sure! [get_weather(city='Paris')]"
+PY_NOT_LITERAL = "[get_weather(city=Paris)]"
+PY_TRAILING = "[get_weather(city='Paris')]\nLet me know if you need anything else."
+PY_TRUNCATED = "[get_weather(city='Par"
+PY_JSON_LIST = '[{"name": "get_weather", "parameters": {"city": "Paris"}}]'
+PY_PLAIN = "The weather in Paris is sunny, 22 °C. [Source: météo]"
+
 CASES = [
     Case("llama3_json", "single", LLAMA_SINGLE),
     Case("llama3_json", "python_tag_parallel", LLAMA_PARALLEL, eos=EOM),
@@ -107,6 +122,32 @@ CASES = [
          request={"tool_choice": "none"}),
     Case("llama3_json", "named", LLAMA_SINGLE, stream="one", request={"tool_choice": NAMED}),
     Case("llama3_json", "parallel_false", LLAMA_PARALLEL, eos=EOM, stream="mixed",
+         request={"parallel_tool_calls": False}),
+    Case("pythonic", "single", PY_SINGLE),
+    Case("pythonic", "parallel", PY_PARALLEL),
+    Case("pythonic", "literals", PY_LITERALS),
+    Case("pythonic", "content_before", PY_BEFORE),
+    Case("pythonic", "not_literal", PY_NOT_LITERAL),
+    Case("pythonic", "trailing_text", PY_TRAILING),
+    Case("pythonic", "truncated", PY_TRUNCATED, eos=None),
+    Case("pythonic", "plain_text", PY_PLAIN),
+    Case("pythonic", "tool_choice_none", PY_SINGLE, request={"tool_choice": "none"}),
+    Case("pythonic", "required_json", PY_JSON_LIST, request={"tool_choice": "required"}),
+    Case("pythonic", "required_pythonic", PY_SINGLE, request={"tool_choice": "required"}),
+    Case("pythonic", "named_json", '{"city": "Paris", "unit": "f"}',
+         request={"tool_choice": NAMED}),
+    Case("pythonic", "parallel_false", PY_PARALLEL, request={"parallel_tool_calls": False}),
+    Case("pythonic", "single", PY_SINGLE, stream="one"),
+    Case("pythonic", "parallel", PY_PARALLEL, stream="small", usage_chunk=True),
+    Case("pythonic", "literals", PY_LITERALS, stream="mixed"),
+    Case("pythonic", "content_before", PY_BEFORE, stream="small"),
+    Case("pythonic", "not_literal", PY_NOT_LITERAL, stream="small"),
+    Case("pythonic", "truncated", PY_TRUNCATED, eos=None, stream="one"),
+    Case("pythonic", "required_json", PY_JSON_LIST, stream="small",
+         request={"tool_choice": "required"}),
+    Case("pythonic", "named_json", '{"city": "Paris", "unit": "f"}', stream="small",
+         finish_alone=True, request={"tool_choice": NAMED}),
+    Case("pythonic", "parallel_false", PY_PARALLEL, stream="mixed",
          request={"parallel_tool_calls": False}),
 ]
 
@@ -216,7 +257,7 @@ def layout(case: dict[str, Any]) -> str:
 
 
 def main() -> None:
-    ports = {"llama3_json": int(sys.argv[1])}
+    ports = {"llama3_json": int(sys.argv[1]), "pythonic": int(sys.argv[2])}
     tokenizer = Tokenizer.from_file(str(TOKENIZER))
     for offset, case in enumerate(CASES):
         case_json = record(case, FIRST + offset, ports[case.parser], tokenizer)

@@ -13,14 +13,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from derender.core.errors import BadRequestError
-from derender.core.parsers import hermes, llama3_json, reasoning
+from derender.core.parsers import hermes, llama3_json, pythonic, reasoning
 from derender.core.parsers.reasoning import ReasoningFormat, ReasoningState
 from derender.core.parsers.tools import ToolCallDelta, ToolContext, ToolFormat, ToolState
 from derender.core.vocab import MARKUP, RESTORE_MARKUP, Vocabulary
 from derender.protocol import ChatRequest
 
 TOOL_FORMATS: dict[str, ToolFormat[Any]] = {
-    fmt.name: fmt for fmt in (hermes.FORMAT, llama3_json.FORMAT)}
+    fmt.name: fmt for fmt in (hermes.FORMAT, llama3_json.FORMAT, pythonic.FORMAT)}
 """The tool-call formats, by the name vLLM's ``--tool-call-parser`` gives them."""
 FORMATS_BY_TAG: dict[int, ToolFormat[Any]] = {fmt.tag: fmt for fmt in TOOL_FORMATS.values()}
 if len(FORMATS_BY_TAG) != len(TOOL_FORMATS):
