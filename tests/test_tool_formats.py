@@ -1,0 +1,315 @@
+"""The tool-call formats as pluggable machines (parsers/tools.py) and their properties.
+
+- The registry: every vLLM parser name we serve is a format with its own state type and tag.
+- The state codec: any state a format reaches encodes to bytes that decode to the same state,
+  preceded by the format's tag, so a decoded state is of the format that wrote it; unknown tags
+  and another format's state are refused.
+- Split invariance (design §4/§6) through the HTTP app, for ``llama3_json`` and ``pythonic``:
+  for every split of the output ids into chunks (hypothesis draws them: one id per chunk, none,
+  random cuts, id-less chunks, batched calls), the folded stream equals the non-streaming
+  message for the same ids and request, every returned state stays under the bound of
+  test_parser_properties, and for outputs whose reading the format fixes (well-formed calls,
+  ``tool_choice`` "auto") the message holds exactly the calls written, arguments as JSON.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from hypothesis import event, given, note, settings
+from hypothesis import strategies as st
+
+from derender.core import parsers
+from derender.core.errors import BadRequestError
+from derender.core.parsers import hermes, llama3_json, pythonic
+from derender.core.parsers.reasoning import ReasoningState
+from derender.core.parsers.tools import ToolContext
+from derender.core.state_codec import Reader, Writer
+from derender.core.stream_state import StreamState, decode_state, encode_state
+from tests.conftest import tokenizer
+from tests.test_parser_properties import (
+    PROPS,
+    check_equal,
+    chunkings,
+    fold,
+    json_strings,
+    json_text,
+    json_values,
+    non_streaming,
+    streaming,
+)
+from tests.test_state_fuzz import fields_of, leb128
+
+LLAMA = "llama3.1-tools"
+EOT, EOM, PYTHON_TAG = 128009, 128008, 128010
+PROMPT = [128000, 128006, 882, 128007, 271, 3923, 596, 279, 9282, 304, 12366, 30, 128009,
+          128006, 78191, 128007, 271]
+MESSAGES = [{"role": "user", "content": "Weather in Zürich? 🌦"}]
+TOOL_NAMES = ("get_weather", "create_note", "search_web")
+TOOLS = [{"type": "function", "function": {
+    "name": name, "parameters": {"type": "object", "properties": {"q": {"type": "string"}}}}}
+    for name in TOOL_NAMES]
+FORMATS = (hermes.FORMAT, llama3_json.FORMAT, pythonic.FORMAT)
+
+
+# --------------------------------------------------------------------------- the registry
+
+
+def test_every_format_is_registered_with_its_own_tag_and_state() -> None:
+    assert {"hermes", "llama3_json", "pythonic"} == parsers.TOOL_PARSERS
+    assert {fmt.tag for fmt in FORMATS} == {0, 1, 2}
+    assert len({fmt.state_type for fmt in FORMATS}) == len(FORMATS)
+    for fmt in FORMATS:
+        assert parsers.TOOL_FORMATS[fmt.name] is fmt is parsers.FORMATS_BY_TAG[fmt.tag]
+        assert parsers.format_of(fmt.start()) is fmt
+
+
+def test_a_state_of_another_format_is_refused() -> None:
+    settings_ = parsers.ParserSettings(
+        reasoning=None, thinking=True, tool_format="hermes", keep_calls=True, forced=False,
+        named=False, forced_name=None, parallel=True, include_reasoning=True)
+    foreign = parsers.ParserState(None, llama3_json.FORMAT.start())
+    with pytest.raises(BadRequestError, match="another format"):
+        parsers.feed(settings_, foreign, "text", final=False)
+    with pytest.raises(ValueError, match="not a hermes state"):
+        hermes.FORMAT.step(foreign.tools, "text", False, ToolContext())  # type: ignore[arg-type]
+
+
+# --------------------------------------------------------------------------- the state codec
+
+TEXT_PIECES = ['{', '}', '"name"', '"parameters"', '"arguments"', ': ', ', ', ' ', '\n', '; ',
+               '"get_weather"', '{"city": "Paris"}', '[', ']', '(', ')', "'東京'", 'get_weather',
+               'city=', "'a\\'b", '"""', "'''", '\\', '<|python_tag|>', '<tool_call>', 'Sure',
+               '42', '-1e', 'None', 'r"', '{{', '\\N{SNOW', '\\x4', "[ping(", "[get_weather("]
+contexts = st.sampled_from([ToolContext(), ToolContext(forced_name="get_weather"),
+                            ToolContext(required=True)])
+
+
+@settings(max_examples=300, deadline=None)
+@given(fmt=st.sampled_from(FORMATS), context=contexts,
+       pieces=st.lists(st.lists(st.sampled_from(TEXT_PIECES), max_size=4).map("".join),
+                       max_size=8))
+def test_every_reached_state_round_trips(fmt: Any, context: ToolContext,
+                                         pieces: list[str]) -> None:
+    state = fmt.start()
+    for piece in pieces:
+        _, _, state = fmt.feed(state, piece, False, context)
+        writer = Writer()
+        writer.uint(fmt.tag)
+        fmt.encode(state, writer)
+        reader = Reader(bytes(writer.out))
+        assert parsers.FORMATS_BY_TAG[reader.uint()] is fmt
+        assert fmt.decode(reader) == state
+        assert reader.pos == len(writer.out)
+
+
+def test_the_stream_state_carries_the_format_tag() -> None:
+    """A stream state holding each format's state encodes the format's tag above the parser
+    flags and decodes to that format's state; with another tag in those bits the payload is
+    malformed (an unknown tag, or another format's reader meeting bytes it did not write)."""
+    for fmt, text in ((llama3_json.FORMAT, '{"name": "get_weather", "parameters": {"q": "a'),
+                      (pythonic.FORMAT, "[get_weather(q='a" + "b" * 600),
+                      (hermes.FORMAT, '<tool_call>{"na')):
+        _, _, tools = fmt.feed(fmt.start(), text, False, ToolContext())
+        state = StreamState(fingerprint=b"12345678", issued_at=1,
+                            parser=parsers.ParserState(ReasoningState(True, "<thi"), tools, True))
+        fields = fields_of(state)
+        parser = fields["parser"]
+        assert parser[0] >> 5 == fmt.tag  # the tag above the five flag bits
+        again = decode_state(encode_state(state))
+        assert again == state
+        assert parsers.format_of(again.parser.tools) is fmt  # type: ignore[union-attr]
+        head = b"".join(v for k, v in fields.items() if k != "parser")
+        for other in {0, 1, 2, 3, 31} - {fmt.tag}:
+            forged = head + leb128(parser[0] & 31 | other << 5) + parser[1:]
+            with pytest.raises(BadRequestError, match="malformed"):
+                decode_state(forged)
+
+
+# --------------------------------------------------------------------------- split invariance
+
+
+def enc(text: str) -> list[int]:
+    return list(tokenizer(LLAMA).encode(text, add_special_tokens=False).ids)
+
+
+@pytest.fixture(scope="module")
+def llama(client_for: Any) -> Any:
+    return client_for(LLAMA, None, "llama3_json")
+
+
+@pytest.fixture(scope="module")
+def py(client_for: Any) -> Any:
+    return client_for(LLAMA, None, "pythonic")
+
+
+@st.composite
+def requests(draw: st.DrawFn) -> dict[str, Any]:
+    request: dict[str, Any] = {"messages": MESSAGES}
+    if draw(st.integers(0, 5)) > 0:
+        request["tools"] = TOOLS
+        choice = draw(st.sampled_from(["auto", "absent", "absent", "required", "named", "none"]))
+        if choice == "named":
+            request["tool_choice"] = {"type": "function", "function": {"name": "get_weather"}}
+        elif choice != "absent":
+            request["tool_choice"] = choice
+    if draw(st.integers(0, 3)) == 0:
+        request["parallel_tool_calls"] = False
+    if draw(st.booleans()):
+        request["logprobs"] = True
+        request["top_logprobs"] = 1
+    if draw(st.booleans()):
+        request["return_token_ids"] = True
+    return request
+
+
+def auto_with_tools(request: dict[str, Any]) -> bool:
+    return bool(request.get("tools")) and request.get("tool_choice", "auto") == "auto"
+
+
+@st.composite
+def llama_outputs(draw: st.DrawFn) -> tuple[list[int | str], list[tuple[str, Any]], str, bool]:
+    """(parts, calls written, content expected before them, clean)."""
+    values = json_values(json_strings)
+    lead = draw(st.sampled_from(["", "", "", "\n\n", "Sure — 🌦 checking.\n", "[", "{x} "]))
+    tag = draw(st.sampled_from([False, False, True]))
+    written: list[tuple[str, Any]] = []
+    section: list[str] = []
+    for k in range(draw(st.integers(0, 3))):
+        name = draw(st.sampled_from(TOOL_NAMES))
+        key = draw(st.sampled_from(["parameters", "arguments"]))
+        args = draw(st.dictionaries(st.sampled_from(["q", "city", "ß", "k\"q"]), values,
+                                    max_size=3))
+        written.append((name, args))
+        spelled = draw(json_text(args))
+        body = (f'{{"name": "{name}", "{key}": {spelled}}}' if draw(st.integers(0, 4)) else
+                f'{{"{key}": {spelled}, "name": "{name}"}}')
+        section.append((draw(st.sampled_from(["; ", ";", "\n", ", "])) if k else "") + body)
+    junk = draw(st.sampled_from(["", "", "", "", " {oops}", ' {"q": 1}', " Hope that helps!",
+                                 "]"]))
+    parts: list[int | str] = [p for p in (lead,) if p]
+    parts += [PYTHON_TAG] if tag else []
+    parts += ["".join(section) + junk] if section or junk else []
+    clean = not junk or junk == "]" or not section
+    expected_content = lead if written and lead.strip() and lead != "[" else ""
+    if tag and not written:
+        clean = False
+    return parts, written, expected_content, clean and lead != "{x} "
+
+
+@st.composite
+def python_literals(draw: st.DrawFn) -> tuple[str, Any]:
+    """A Python literal and the JSON value vLLM makes of it."""
+    kind = draw(st.sampled_from(["str", "str", "int", "float", "const", "list", "tuple",
+                                 "dict"]))
+    if kind == "str":
+        value = draw(json_strings)
+        return repr(value), value
+    if kind == "int":
+        value = draw(st.integers(-10**9, 10**9))
+        return draw(st.sampled_from([repr(value), f"{value:_}"])), value
+    if kind == "float":
+        value = draw(st.sampled_from([0.5, -1.25, 1e-07, 3.0, -1500.0]))
+        return repr(value), value
+    if kind == "const":
+        return draw(st.sampled_from([("True", True), ("False", False), ("None", None),
+                                     ("true", True), ("false", False), ("null", None)]))
+    items = draw(st.lists(st.tuples(st.sampled_from(["'a'", "1", "None"]),
+                                    st.sampled_from([("'x'", "x"), ("-2", -2), ("[]", [])])),
+                          max_size=3))
+    if kind == "dict":
+        keys = {"'a'": "a", "1": "1", "None": "null"}
+        return ("{" + ", ".join(f"{k}: {v[0]}" for k, v in items) + "}",
+                {keys[k]: v[1] for k, v in items})
+    inner = [v for _, v in items]
+    if kind == "tuple":
+        text = "(" + ", ".join(t for t, _ in inner) + ("," if len(inner) == 1 else "") + ")"
+        return text, [v for _, v in inner]
+    return "[" + ", ".join(t for t, _ in inner) + "]", [v for _, v in inner]
+
+
+@st.composite
+def pythonic_outputs(draw: st.DrawFn) -> tuple[list[int | str], list[tuple[str, Any]], bool]:
+    """(parts, calls written, clean)."""
+    written: list[tuple[str, Any]] = []
+    texts: list[str] = []
+    for _ in range(draw(st.integers(1, 3))):
+        name = draw(st.sampled_from(TOOL_NAMES))
+        pairs = draw(st.lists(st.tuples(st.sampled_from(["q", "city", "days", "x2"]),
+                                        python_literals()), max_size=3, unique_by=lambda p: p[0]))
+        texts.append(name + "(" + draw(st.sampled_from([", ", ","])).join(
+            f"{key}={literal}" for key, (literal, _) in pairs) + ")")
+        written.append((name, {key: value for key, (_, value) in pairs}))
+    text = "[" + draw(st.sampled_from([", ", ",", ",\n "])).join(texts) + "]"
+    change = draw(st.sampled_from(["", "", "", "lead", "trail", "cut", "junk", "plain"]))
+    if change == "lead":
+        text = draw(st.sampled_from([" ", "Sure! ", "\n"])) + text
+    elif change == "trail":
+        text += draw(st.sampled_from(["\n", "\nDone.", " 🌦"]))
+    elif change == "cut":
+        text = text[:draw(st.integers(1, len(text) - 1))]
+    elif change == "junk":
+        text = text[:-1] + ", ping(x=y)]"
+    elif change == "plain":
+        text = draw(st.sampled_from(["The weather is fine.", "[1] ref", "[]"]))
+    return [text], written, change in ("", "trail") and "\n" not in text[-6:]
+
+
+def run_both(client: Any, parts: list[int | str], request: dict[str, Any], finish: str,
+             data: st.DataObject) -> dict[str, Any]:
+    ids: list[int] = []
+    for part in parts:
+        ids.extend([part] if isinstance(part, int) else enc(part))
+    if finish == "stop":
+        ids.append(data.draw(st.sampled_from([EOT, EOM]), label="eos"))
+    if not ids:
+        ids = [EOT]
+        finish = "stop"
+    note(f"ids={ids}\ntext={tokenizer(LLAMA).decode(ids, skip_special_tokens=False)!r}")
+    rid = f"props-{data.draw(st.integers(0, 10**6), label='rid')}"
+    expected = non_streaming(client, LLAMA, ids, finish, PROMPT, request, rid)
+    note(f"message={expected['message']} finish={expected['finish_reason']}")
+    chunks = streaming(client, LLAMA, ids, finish, PROMPT, request, rid,
+                       data.draw(chunkings(len(ids)), label="chunking"))
+    check_equal(fold(chunks, request), expected, ids, request, finish)
+    event(f"calls: {len(expected['message'].get('tool_calls') or [])}")
+    return expected
+
+
+def check_calls(expected: dict[str, Any], written: list[tuple[str, Any]],
+                request: dict[str, Any]) -> None:
+    got = [[c["function"]["name"], json.loads(c["function"]["arguments"])]
+           for c in expected["message"].get("tool_calls") or []]
+    want = written[:1] if request.get("parallel_tool_calls") is False else written
+    assert got == json.loads(json.dumps(want))
+
+
+SPLITS = settings(PROPS, max_examples=150)
+
+
+@SPLITS
+@given(data=st.data())
+def test_llama3_json_stream_folds_to_message(llama: Any, data: st.DataObject) -> None:
+    request = data.draw(requests(), label="chat_request")
+    parts, written, content, clean = data.draw(llama_outputs(), label="output")
+    finish = data.draw(st.sampled_from(["stop", "stop", "length"]), label="finish")
+    expected = run_both(llama, parts, request, finish, data)
+    if clean and auto_with_tools(request) and written:
+        event("written calls checked")
+        check_calls(expected, written, request)
+        assert expected["message"]["content"] == (content or None)
+
+
+@SPLITS
+@given(data=st.data())
+def test_pythonic_stream_folds_to_message(py: Any, data: st.DataObject) -> None:
+    request = data.draw(requests(), label="chat_request")
+    parts, written, clean = data.draw(pythonic_outputs(), label="output")
+    finish = data.draw(st.sampled_from(["stop", "stop", "length"]), label="finish")
+    expected = run_both(py, parts, request, finish, data)
+    if clean and auto_with_tools(request):
+        event("written calls checked")
+        check_calls(expected, written, request)
+        assert expected["message"]["content"] is None
