@@ -81,6 +81,13 @@ def _reject_constant(name: str) -> None:
     raise ValueError(f"{name} is not valid JSON")
 
 
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if value - value != 0:  # 1e400 overflows to inf, which no JSON answer can carry
+        raise ValueError(f"{text[:50]} is out of the range of a float")
+    return value
+
+
 def parse_body(raw: bytes, adapter: TypeAdapter[Any], batch: TypeAdapter[Any]) -> Any:
     """JSON text → validated request model, or SchemaError with FastAPI-style locations.
 
@@ -88,7 +95,8 @@ def parse_body(raw: bytes, adapter: TypeAdapter[Any], batch: TypeAdapter[Any]) -
     validated exactly as vLLM's union of the route's two models.
     """
     try:
-        data = json.loads(raw, parse_constant=_reject_constant) if raw else None
+        data = (json.loads(raw, parse_constant=_reject_constant, parse_float=_finite_float)
+                if raw else None)
     except json.JSONDecodeError as exc:
         raise SchemaError([{"type": "json_invalid", "loc": ("body", exc.pos),
                             "msg": "JSON decode error", "input": {},
@@ -214,6 +222,11 @@ def create_app(settings: Settings | None = None, registry: ModelRegistry | None 
             for info in registry.infos for name in info.served_names
         ]})
 
+    def openapi() -> JSON:
+        from derender.app.openapi import document  # noqa: PLC0415 - built on first use only
+        return document(app)
+
+    app.openapi = openapi  # type: ignore[method-assign]
     # Plain Starlette routes: the body is parsed above, so FastAPI's per-request dependency
     # solving would only add latency (about 50 µs a call).
     app.add_route(CHAT_PATH, chat_derender, methods=["POST"])

@@ -3,6 +3,7 @@ engine chunks into ``text_completion`` chunks."""
 
 from __future__ import annotations
 
+import sys
 import time
 from typing import Any
 
@@ -43,7 +44,9 @@ def completion_keep(request: CompletionRequest | None) -> int | None:
         return None
     if request.logprobs is None or request.logprobs == -1:
         return None
-    return max(request.logprobs + 1, 0)
+    # capped: past a list's length any count keeps it whole, and the stream's fingerprint
+    # prints it (logprobs + 1 of 4301 digits cannot be printed: a 500)
+    return max(min(request.logprobs, sys.maxsize - 1) + 1, 0)
 
 
 def derender_completion(body: DerenderCompletionRequest, model: ServedModel,
