@@ -269,6 +269,17 @@ def test_qwen3_skip_special_tokens_in_text() -> None:
                 == ref_detokenize(vocab, "qwen3", None, ids, skip))
 
 
+def test_invalid_byte_run_after_a_stripped_space_regroups_like_the_reference() -> None:
+    """Mistral ``<unk>``, ``<0x20>``, ``<0xC3>``, ``<unk>`` (found by hypothesis). By §5.4 the
+    space is emitted when it arrives; the window is then ``[<0x20>]``, which alone decodes to
+    "" (the decoder's Strip); ``<0xC3>`` makes the byte run invalid, so ByteFallback turns both
+    bytes into U+FFFD, held; the last ``<unk>`` emits all of "��<unk>" (nothing of the window
+    counts as already emitted). A wider window that decodes alike would emit one U+FFFD."""
+    vocab = load("mistral-7b")
+    ids = [0, 35, 198, 0]
+    assert check_all_ways(vocab, "mistral-7b", None, ids, False, [2]) == "<unk> \ufffd\ufffd<unk>"
+
+
 def test_mistral_byte_fallback_run() -> None:
     """`<0xNN>` pieces (ids 3–258) hold back until the character is complete."""
     vocab = load("mistral-7b")

@@ -9,10 +9,14 @@ concatenated text, so streaming and non-streaming share this one machine.
 A Python loop over every token would cost several times a plain decode, so each block of ids
 first tries a *fast path*: one ``join`` over the window plus the block. When that text has no
 U+FFFD at all, every token boundary the reference stops at is a character boundary and its
-emissions concatenate to exactly that text; the window that carries on is the shortest run of
-trailing pieces that decodes to a non-empty, clean suffix of it (equivalent for every later
-step). Anything else (replacement characters, unknown decoders) takes the exact per-token
-path, so the result always equals the reference's.
+emissions concatenate to exactly that text. The window that carries on must be the one the
+reference holds: when the last piece alone decodes to a clean, non-empty suffix of the text,
+the last two steps both emitted and that window is the last piece. Otherwise (the last piece
+completes a character begun earlier, or decodes to nothing alone, as a space under a Strip
+decoder does) the ids near the end take the exact path: a wider window that merely decodes
+alike is not always equivalent (a byte-fallback run that turns invalid later regroups
+bytes the reference had already emitted). Anything else (replacement characters, unknown
+decoders) takes the exact per-token path too, so the result always equals the reference's.
 """
 
 from __future__ import annotations
@@ -34,7 +38,6 @@ character reaches it; the pending text (with its U+FFFD) is then released so sta
 
 _SEED_IDS = 7
 _SEED_WINDOW = 5
-_MAX_TAIL = 8
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,10 +107,9 @@ def _fast_block(vocab: Vocabulary, window: DecodeWindow, block: list[int]
     full = vocab.join(seq_pieces)
     if REPLACEMENT_CHAR in full or not full.startswith(done):
         return None
-    for k in range(1, min(len(seq), _MAX_TAIL) + 1):
-        tail = vocab.join(seq_pieces[-k:])
-        if tail and REPLACEMENT_CHAR not in tail and full.endswith(tail):
-            return full[len(done):], DecodeWindow(seq[-k:], k)
+    tail = vocab.join(seq_pieces[-1:])
+    if tail and REPLACEMENT_CHAR not in tail and full.endswith(tail):
+        return full[len(done):], DecodeWindow(seq[-1:], 1)
     return None
 
 
