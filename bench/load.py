@@ -38,13 +38,13 @@ from tests.loadgen import (
     LoadReport,
     RssSampler,
     RssVerdict,
-    Server,
     Texts,
     cpu_seconds,
     load_tokenizer,
     make_models_dir,
     rss_verdict,
     run_load,
+    start_server,
 )
 
 LABELS = ("chat", "completions", "chat chunk", "chat batch", "completions chunk",
@@ -90,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
     load_before = load_line()
     with tempfile.TemporaryDirectory(prefix="derender-load-") as tmp:
         root = Path(tmp)
-        server = Server(make_models_dir(root), root / "server.log")
+        server = start_server(make_models_dir(root), root / "server.log")
         try:
             server_cpu = cpu_seconds(server.pid)
             client_cpu = time.process_time()

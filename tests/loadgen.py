@@ -22,7 +22,7 @@ the model's own ``tokenizers`` tokenizer):
 Each stream's chunks are folded per choice (content, reasoning, tool calls, logprobs, the one
 finish_reason and its stop_reason) and must equal the oracle's choices exactly. A case is a
 generator (``run_case``) that yields HTTP-shaped calls and receives the answers, so the same
-case runs over HTTP (``run_load``, asyncio + httpx) or in process (``drive``).
+case runs over HTTP (``run_load``, asyncio keep-alive connections) or in process (``drive``).
 """
 
 from __future__ import annotations
@@ -31,9 +31,6 @@ import asyncio
 import json
 import os
 import random
-import socket
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Generator
@@ -41,8 +38,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import httpx
 from tokenizers import Tokenizer
+
+from tests.servers import LocalServer, uvicorn_app
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "bench" / "corpus.txt"
@@ -485,60 +483,9 @@ def server_env(models_dir: Path) -> dict[str, str]:
             "DERENDER_SIGNING_KEYS": SIGNING_KEYS, "DERENDER_PARSERS": PARSERS_ENV}
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-class Server:
-    """A uvicorn subprocess serving the app on a free port of 127.0.0.1."""
-
-    def __init__(self, models_dir: Path, log_path: Path) -> None:
-        self.log_path = log_path
-        env = {**os.environ, **server_env(models_dir)}
-        for attempt in range(3):  # the free port may be taken between probe and bind
-            port = _free_port()
-            with log_path.open("wb") as log:
-                self.proc = subprocess.Popen(
-                    [sys.executable, "-m", "uvicorn", "--factory",
-                     "derender.app.main:create_app", "--host", "127.0.0.1", "--port",
-                     str(port), "--no-access-log"],
-                    env=env, stdout=log, stderr=subprocess.STDOUT)
-            self.url = f"http://127.0.0.1:{port}"
-            if self._wait_healthy(120.0):
-                return
-            self.stop()
-            if "address already in use" not in self.log().lower() or attempt == 2:
-                break
-        raise RuntimeError(f"the server did not start:\n{self.log()[-3000:]}")
-
-    def _wait_healthy(self, timeout: float) -> bool:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline and self.proc.poll() is None:
-            try:
-                if httpx.get(self.url + "/health", timeout=2.0).status_code == 200:
-                    return True
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.1)
-        return False
-
-    @property
-    def pid(self) -> int:
-        return self.proc.pid
-
-    def log(self) -> str:
-        return self.log_path.read_text(encoding="utf-8", errors="replace")
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(15)
+def start_server(models_dir: Path, log_path: Path) -> LocalServer:
+    """A uvicorn server of the app on a free port of 127.0.0.1, serving ``models_dir``."""
+    return LocalServer(uvicorn_app, {**os.environ, **server_env(models_dir)}, log_path)
 
 
 def rss_kib(pid: int) -> int:

@@ -11,11 +11,8 @@ import contextlib
 import importlib.util
 import logging
 import os
-import socket
-import subprocess
 import sys
 import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -30,6 +27,7 @@ from derender.core.registry import ModelRegistry
 from derender.settings import Settings
 
 from .conftest import TEST_MODELS
+from .servers import LocalServer, ServerStartError, free_port
 
 COMPLETIONS = "/v1/completions/derender"
 CHAT = "/v1/chat/completions/derender"
@@ -39,49 +37,24 @@ TTL = 60
 HELLO, WORLD, BANG = 15496, 995, 0  # gpt2 ids of "Hello", " world", "!"
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 @pytest.fixture(scope="session")
-def moto_endpoint() -> Iterator[str]:
+def moto_endpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A moto server subprocess for the session; its endpoint URL."""
     if importlib.util.find_spec("moto") is None or importlib.util.find_spec("boto3") is None:
         print("moto[server] / boto3 are not installed: pip install 'moto[server]>=5' boto3")
         pytest.skip("moto[server] / boto3 are not installed")
-    port = _free_port()
-    endpoint = f"http://127.0.0.1:{port}"
     env = {**os.environ, "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
            "AWS_DEFAULT_REGION": "us-east-1"}
-    process = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1",
-                                "-p", str(port)], env=env, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.PIPE)
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            if process.poll() is not None:
-                reason = (process.stderr.read() if process.stderr else b"").decode()[-500:]
-                print(f"the moto server did not start: {reason}")
-                pytest.skip(f"the moto server did not start: {reason}")
-            try:
-                with urllib.request.urlopen(f"{endpoint}/moto-api/", timeout=1):
-                    break
-            except OSError:
-                if time.monotonic() > deadline:
-                    print("the moto server did not answer within 30 s")
-                    pytest.skip("the moto server did not answer within 30 s")
-                time.sleep(0.1)
-        yield endpoint
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        server = LocalServer(
+            lambda port: [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p",
+                          str(port)],
+            env, tmp_path_factory.mktemp("moto") / "moto.log", probe="/moto-api/", timeout=30)
+    except ServerStartError as exc:
+        print(f"the moto server did not start: {exc}")
+        pytest.skip(f"the moto server did not start: {str(exc)[-500:]}")
+    with server:
+        yield server.url
 
 
 @pytest.fixture
@@ -266,7 +239,7 @@ def test_an_absent_key_source_is_503_for_streaming_only(kind: str, aws: Any, clo
 
 def test_an_unreachable_key_source_is_503_for_streaming_only(
         aws: Any, clock: Clock, models_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://127.0.0.1:{_free_port()}")
+    monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://127.0.0.1:{free_port()}")
     settings = Settings(models_dir=models_dir, signing_keys_ssm_parameter="/derender/keys")
     started = time.monotonic()
     _assert_streaming_unavailable(app_client(settings))

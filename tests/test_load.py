@@ -38,7 +38,16 @@ import httpx
 import pytest
 
 from tests.conftest import tokenizer
-from tests.loadgen import KINDS, RssSampler, Server, Texts, make_models_dir, rss_verdict, run_load
+from tests.loadgen import (
+    KINDS,
+    RssSampler,
+    Texts,
+    make_models_dir,
+    rss_verdict,
+    run_load,
+    start_server,
+)
+from tests.servers import LocalServer
 
 DURATION = float(os.environ.get("DERENDER_LOAD_SECONDS") or 30)
 CLIENTS = int(os.environ.get("DERENDER_LOAD_CLIENTS") or 32)
@@ -46,9 +55,9 @@ SEED = int(os.environ.get("DERENDER_LOAD_SEED") or random.randrange(1 << 30))
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalServer]:
     root = tmp_path_factory.mktemp("load")
-    server = Server(make_models_dir(root), root / "server.log")
+    server = start_server(make_models_dir(root), root / "server.log")
     try:
         yield server
     finally:
@@ -56,7 +65,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
 
 
 def test_concurrent_clients_get_no_errors_equal_streams_and_flat_memory(
-        server: Server) -> None:
+        server: LocalServer) -> None:
     texts = Texts(tokenizer)
     with RssSampler(server.pid) as sampler:
         report = run_load(server.url, CLIENTS, DURATION, texts, seed=SEED)

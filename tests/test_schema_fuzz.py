@@ -20,8 +20,6 @@ from __future__ import annotations
 
 import collections
 import json
-import os
-import socket
 import subprocess
 import sys
 import time
@@ -29,11 +27,11 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from urllib.parse import urlsplit
-from urllib.request import urlopen
 
 import pytest
 
-from tests.conftest import LAYER_MODELS, ROOT
+from tests.conftest import LAYER_MODELS
+from tests.servers import LocalServer, clean_env, uvicorn_app
 
 CHAT = "/v1/chat/completions/derender"
 COMPLETIONS = "/v1/completions/derender"
@@ -55,46 +53,13 @@ CHECKS = ("not_a_server_error,response_schema_conformance,status_code_conformanc
           "content_type_conformance")
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A real uvicorn server of the app, as `make run` starts it; yields its base URL."""
-    port = _free_port()
     log = tmp_path_factory.mktemp("server") / "uvicorn.log"
-    env = {name: value for name, value in os.environ.items()
-           if not name.startswith("DERENDER_")}  # the defaults, whatever the shell has set
-    env.update(DERENDER_MODELS_DIR=str(LAYER_MODELS), DERENDER_SIGNING_KEYS=SIGNING_KEYS)
-    with log.open("wb") as out:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "uvicorn", "--factory", "derender.app.main:create_app",
-             "--host", "127.0.0.1", "--port", str(port), "--no-access-log"],
-            cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                with urlopen(f"{base}/health", timeout=2) as answer:
-                    if answer.status == 200:
-                        break
-            except OSError:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail(f"the server did not start:\n{log.read_text()}")
-                time.sleep(0.2)
-        yield base
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+    env = clean_env(DERENDER_MODELS_DIR=str(LAYER_MODELS), DERENDER_SIGNING_KEYS=SIGNING_KEYS)
+    with LocalServer(uvicorn_app, env, log, timeout=60) as running:
+        yield running.url
 
 
 def _schemathesis(base: str, operations: str, phases: str, cases: int, workdir: Path
