@@ -561,11 +561,11 @@ def test_the_defaults_are_the_documented_ones() -> None:
     settings = Settings(models_dir=Path("."))
     assert (settings.max_body_bytes, settings.max_n_sequences, settings.max_state_chars,
             settings.max_stop_strings, settings.max_stop_string_chars, settings.max_tools,
-            settings.max_tool_schema_bytes) == (32 * 1024 * 1024, 16384, 4096, 4, 512, 128,
+            settings.max_tool_schema_bytes) == (32 * 1024 * 1024, 16384, 12288, 4, 512, 128,
                                                 65536)
     readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
     for row in ("| `DERENDER_MAX_STOP_STRINGS` | 4 |", "| `DERENDER_MAX_STOP_STRING_CHARS` | 512 |",
                 "| `DERENDER_MAX_TOOLS` | 128 |", "| `DERENDER_MAX_TOOL_SCHEMA_BYTES` | 65536 |",
                 "| `DERENDER_MAX_BODY_BYTES` | 33554432 |",
-                "| `DERENDER_MAX_N_SEQUENCES` | 16384 |", "| `DERENDER_MAX_STATE_CHARS` | 4096 |"):
+                "| `DERENDER_MAX_N_SEQUENCES` | 16384 |", "| `DERENDER_MAX_STATE_CHARS` | 12288 |"):
         assert row in readme, row

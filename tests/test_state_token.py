@@ -35,7 +35,7 @@ from derender.core.registry import ModelRegistry
 from derender.core.state_token import KeyRing, sign, verify
 from derender.core.stream_state import decode_state, encode_state
 from derender.settings import Settings
-from tests.conftest import model_folder, require_model
+from tests.conftest import ROOT, model_folder, require_model
 
 CHAT = "/v1/chat/completions/derender"
 COMPLETIONS = "/v1/completions/derender"
@@ -43,7 +43,7 @@ SECRET_1 = "current-secret-0123456789abcdef"
 SECRET_0 = "previous-secret-0123456789abcdef"
 RING = f"k1:{SECRET_1},k0:{SECRET_0}"
 MESSAGES = [{"role": "user", "content": "hi"}]
-MAX_CHARS = 4096
+MAX_CHARS = Settings(models_dir=ROOT).max_state_chars
 
 NOT_A_TOKEN = "token returned by the previous call"
 NOT_THIS_STREAM = "stream_state does not belong to this stream"
@@ -675,3 +675,30 @@ def test_a_never_ending_byte_sequence_keeps_the_state_bounded(app_for: Any) -> N
         sizes.append(len(state))
     assert max(sizes) <= 400, max(sizes)
     assert max(sizes[-50:]) <= max(sizes[100:150]), (max(sizes[100:150]), max(sizes[-50:]))
+
+
+def test_the_largest_state_a_stream_can_reach_is_accepted(client_for: Any) -> None:
+    """Every holdback at its bound at once, in 4-byte characters: 511 characters that could
+    begin the longest stop string allowed (512) and a hermes call head held for its whole
+    ``MAX_HEAD`` (1,024 characters). The service must accept every state it issues, so the
+    default size cap has to hold this one (4,096 did not: this stream broke at 4,364)."""
+    client = client_for("qwen3", None, "hermes")
+    tokenizer = Tokenizer.from_file(str(model_folder("qwen3") / "tokenizer.json"))
+    ids = tokenizer.encode('<tool_call>{"name": "' + "😀" * 1700,
+                           add_special_tokens=False).ids
+    prompt = tokenizer.encode("<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n",
+                              add_special_tokens=False).ids
+    request = {"messages": [{"role": "user", "content": "hi"}], "stop": ["😀" * 511 + "!"],
+               "tools": [{"type": "function", "function": {"name": "f", "parameters": {}}}]}
+    state, largest = None, 0
+    for start in range(0, len(ids), 40):
+        response = client.post(CHAT, json={
+            "stream": True, "model": "qwen3", "prompt_token_ids": prompt,
+            "chat_request": request, "stream_state": state,
+            "generate_chunk": {"request_id": "big", "choices": [
+                {"index": 0, "token_ids": ids[start:start + 40]}]}})
+        assert response.status_code == 200, (start, response.text)
+        state = response.json()["stream_state"]
+        largest = max(largest, len(state))
+    print(f"largest stream_state: {largest} characters")
+    assert 4096 < largest <= MAX_CHARS

@@ -69,8 +69,11 @@ class Settings:
     """Local folder the S3 models are downloaded to."""
     state_ttl_seconds: int = 3600
     """How long a stream's state stays valid, counted from its first chunk."""
-    max_state_chars: int = 4096
-    """Largest ``stream_state`` token accepted (checked before decoding)."""
+    max_state_chars: int = 12288
+    """Largest ``stream_state`` token accepted (checked before decoding). Must hold every
+    state the service issues: with every holdback at its bound in 4-byte characters (a
+    511-character stop-string prefix and a 1,024-character hermes call head) a state is
+    8,208 characters (``tests/test_state_token.py``)."""
     max_stop_strings: int = 4
     """Most stop strings in the embedded request's ``stop`` (vLLM's ``VLLM_MAX_STOP_STRINGS``);
     must be at least what the render step accepts."""
