@@ -203,7 +203,7 @@ def _message_fold(name: str) -> dict[str, Any]:
             "calls": calls, "finishes": [choice["finish_reason"]]}
 
 
-def _parsers(case: dict[str, Any]) -> tuple[str | None, str | None]:
+def parsers_of(case: dict[str, Any]) -> tuple[str | None, str | None]:
     """The recorded server's --reasoning-parser and --tool-call-parser."""
     flags = case.get("server_flags", [])
     named = dict(zip(flags, [*flags[1:], None], strict=True))
@@ -231,7 +231,27 @@ def normalize(body: Any) -> Any:
     return body
 
 
-def _send(client: Any, endpoint: str, call: dict[str, Any]) -> Any:
+def replayed_call(case: dict[str, Any], i: int, states: dict[int, str]
+                  ) -> tuple[dict[str, Any], bool]:
+    """Call ``i`` of a recorded case as we replay it, and whether it continues a stream: a
+    streaming call carries the state our own previous answer in its chain returned (vLLM's
+    recorded states are not ours), except a deliberately tampered last call, sent as recorded.
+    """
+    call = case["calls"][i]
+    request = call.get("request")
+    streaming = isinstance(request, dict) and request.get("stream") is True
+    if not streaming or (case.get("state_tampered") and i == len(case["calls"]) - 1):
+        return call, False
+    request = dict(case["chunks"][i] if "chunks" in case else request)
+    request.pop("chain", None)
+    request.pop("stream_state", None)
+    chain = call.get("chain", 0)
+    if chain in states:
+        request["stream_state"] = states[chain]
+    return {**call, "request": request}, True
+
+
+def send_call(client: Any, endpoint: str, call: dict[str, Any]) -> Any:
     headers = {"content-type": (call.get("request_headers") or {}).get(
         "content-type", "application/json")}
     raw = call["request_raw"] if "request_raw" in call else json.dumps(call["request"])
@@ -253,24 +273,14 @@ def test_replay(path: Path, client_for: Any) -> None:
     reason = _pending_reason(case)
     if reason:
         pytest.skip(reason)
-    parsers = _parsers(case)
+    parsers = parsers_of(case)
     client = client_for(case["model"], *parsers)
     states: dict[int, str] = {}
     ours: list[Any] = []
     theirs: list[Any] = []
     for i, call in enumerate(case["calls"]):
-        request = call.get("request")
-        streaming = isinstance(request, dict) and request.get("stream") is True
-        tampered = case.get("state_tampered") and i == len(case["calls"]) - 1
-        if streaming and not tampered:
-            chain = call.get("chain", 0)
-            request = dict(case["chunks"][i] if "chunks" in case else request)
-            request.pop("chain", None)
-            request.pop("stream_state", None)
-            if chain in states:
-                request["stream_state"] = states[chain]
-        sent = {**call, "request": request} if streaming and not tampered else call
-        response = _send(client, case["endpoint"], sent)
+        sent, streaming = replayed_call(case, i, states)
+        response = send_call(client, case["endpoint"], sent)
         got = response.json()
         last = i == len(case["calls"]) - 1
         if case["name"] in DEVIATIONS and (last or response.status_code != 200):

@@ -25,6 +25,7 @@ from derender import protocol
 from derender.app.main import create_app
 from derender.settings import Settings
 from tests.conftest import FIXTURES, LAYER_MODELS, ROOT, load_case
+from tests.test_conformance import parsers_of, replayed_call, send_call
 
 CHAT = "/v1/chat/completions/derender"
 COMPLETIONS = "/v1/completions/derender"
@@ -197,34 +198,13 @@ def test_request_examples_are_valid_and_answered(document: dict[str, Any],
         assert_documented(document, route, response)
 
 
-def _parsers(case: dict[str, Any]) -> tuple[str | None, str | None]:
-    flags = case.get("server_flags", [])
-    named = dict(zip(flags, [*flags[1:], None], strict=True))
-    return named.get("--reasoning-parser"), named.get("--tool-call-parser")
-
-
 def _replay(case: dict[str, Any], client: TestClient) -> list[Any]:
     """Every call of a recorded case, streams carrying our state from call to call."""
     states: dict[int, str] = {}
     answers = []
-    last = len(case["calls"]) - 1
-    for i, call in enumerate(case["calls"]):
-        request = call.get("request")
-        streaming = isinstance(request, dict) and request.get("stream") is True
-        if streaming and not (case.get("state_tampered") and i == last):
-            chain = call.get("chain", 0)
-            request = dict(case["chunks"][i] if "chunks" in case else request)
-            request.pop("chain", None)
-            request.pop("stream_state", None)
-            if chain in states:
-                request["stream_state"] = states[chain]
-            raw = json.dumps(request).encode()
-        else:
-            raw = (call["request_raw"] if "request_raw" in call
-                   else json.dumps(request)).encode("utf-8")
-        headers = {"content-type": (call.get("request_headers") or {}).get(
-            "content-type", "application/json")}
-        response = client.post(case["endpoint"], content=raw, headers=headers)
+    for i in range(len(case["calls"])):
+        call, streaming = replayed_call(case, i, states)
+        response = send_call(client, case["endpoint"], call)
         if streaming and response.status_code == 200:
             states[call.get("chain", 0)] = response.json()["stream_state"]
         answers.append(response)
@@ -235,7 +215,7 @@ def _replay(case: dict[str, Any], client: TestClient) -> list[Any]:
 def test_recorded_answers_match_the_document(path: Path, client_for: Any,
                                              document: dict[str, Any]) -> None:
     case = load_case(path)
-    for response in _replay(case, client_for(case["model"], *_parsers(case))):
+    for response in _replay(case, client_for(case["model"], *parsers_of(case))):
         assert_documented(document, case["endpoint"], response)
 
 
@@ -255,7 +235,7 @@ def test_batched_streams_match_the_document(path: Path, client_for: Any,
     batch = {k: v for k, v in requests[0].items()
              if k not in ("generate_chunk", "stream_state", "chain")}
     batch["generate_chunks"] = [r["generate_chunk"] for r in requests]
-    response = _post(client_for(case["model"], *_parsers(case)), case["endpoint"], batch)
+    response = _post(client_for(case["model"], *parsers_of(case)), case["endpoint"], batch)
     assert response.status_code == 200, response.text
     assert len(response.json()["chunks"]) == len(requests)
     assert_documented(document, case["endpoint"], response)
