@@ -39,3 +39,40 @@ def derive_llama31_tools(source: Path, target: Path) -> bool:
         partial.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
         shutil.move(partial, target / name)
     return True
+
+
+MISTRAL_TOOLS_ADDED = ("[TOOL_CALLS]", "[ARGS]", "[THINK]", "[/THINK]")
+"""``mistral-tools``: Mistral 7B v0.1 (``mistral-7b``, whose vocabulary predates tool calls)
+with the control tokens of Mistral's later tokenizers appended as added special tokens at
+new ids 32000-32003, the tokens vLLM's ``mistral`` tool and reasoning parsers look for
+(``[TOOL_CALLS]`` is required; ``[ARGS]`` selects the ``name[ARGS]{…}`` grammar of tokenizer
+v11+, ``[THINK]`` the special-token reasoning of v13+). Written like ``llama3.1-tools``'s
+(git-ignored, derived on demand); the ``mistral`` fixtures were recorded with them."""
+
+
+def derive_added_tokens(source: Path, target: Path, added: tuple[str, ...]) -> bool:
+    """Write ``target``'s tokenizer files from ``source``'s with ``added`` appended as added
+    special tokens at the next free ids; False when the source is missing. Idempotent."""
+    if not all((source / name).is_file() for name in DERIVED_FILES):
+        return False
+    if all((target / name).is_file() for name in DERIVED_FILES):
+        return True
+    target.mkdir(parents=True, exist_ok=True)
+    tokenizer = json.loads((source / "tokenizer.json").read_text(encoding="utf-8"))
+    config = json.loads((source / "tokenizer_config.json").read_text(encoding="utf-8"))
+    next_id = max([*tokenizer["model"]["vocab"].values(),
+                   *(t["id"] for t in tokenizer["added_tokens"])]) + 1
+    for offset, content in enumerate(added):
+        entry = {"content": content, "single_word": False, "lstrip": False, "rstrip": False,
+                 "normalized": False, "special": True}
+        tokenizer["added_tokens"].append({"id": next_id + offset, **entry})
+        config.setdefault("added_tokens_decoder", {})[str(next_id + offset)] = entry
+    for name, data in (("tokenizer.json", tokenizer), ("tokenizer_config.json", config)):
+        partial = target / (name + ".partial")
+        partial.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+        shutil.move(partial, target / name)
+    return True
+
+
+def derive_mistral_tools(source: Path, target: Path) -> bool:
+    return derive_added_tokens(source, target, MISTRAL_TOOLS_ADDED)

@@ -71,7 +71,8 @@ def parsed_message(parsing: parsers.ParserSettings, parsed: parsers.ParsedDelta,
     message: JSON = {"content": content, "reasoning": parsed.reasoning or None}
     if calls:
         message["tool_calls"] = [
-            {"id": parsers.tool_call_id(request_id, index, i), "type": "function",
+            {"id": parsers.tool_call_id(request_id, index, i, parsing.tool_format),
+             "type": "function",
              "function": {"name": name, "arguments": arguments}}
             for i, (name, arguments) in sorted(calls.items())
         ]
@@ -193,7 +194,8 @@ def derender_chat_stream(
                            "content": step.text or None, "reasoning": step.reasoning or None}
             if step.calls:
                 delta["tool_calls"] = [
-                    {"id": parsers.tool_call_id(chunk.request_id, step.index, call.index),
+                    {"id": parsers.tool_call_id(chunk.request_id, step.index, call.index,
+                                                parsing.tool_format if parsing else None),
                      "type": "function", "index": call.index,
                      "function": {"name": call.name, "arguments": call.arguments or None}}
                     if call.name is not None else

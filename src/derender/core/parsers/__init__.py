@@ -13,14 +13,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from derender.core.errors import BadRequestError
-from derender.core.parsers import hermes, llama3_json, pythonic, reasoning
+from derender.core.parsers import hermes, llama3_json, mistral, pythonic, reasoning
 from derender.core.parsers.reasoning import ReasoningFormat, ReasoningState
 from derender.core.parsers.tools import ToolCallDelta, ToolContext, ToolFormat, ToolState
 from derender.core.vocab import MARKUP, RESTORE_MARKUP, Vocabulary
 from derender.protocol import ChatRequest
 
 TOOL_FORMATS: dict[str, ToolFormat[Any]] = {
-    fmt.name: fmt for fmt in (hermes.FORMAT, llama3_json.FORMAT, pythonic.FORMAT)}
+    fmt.name: fmt for fmt in (hermes.FORMAT, llama3_json.FORMAT, pythonic.FORMAT,
+                              mistral.FORMAT)}
 """The tool-call formats, by the name vLLM's ``--tool-call-parser`` gives them."""
 FORMATS_BY_TAG: dict[int, ToolFormat[Any]] = {fmt.tag: fmt for fmt in TOOL_FORMATS.values()}
 if len(FORMATS_BY_TAG) != len(TOOL_FORMATS):
@@ -29,6 +30,10 @@ _FORMAT_OF_STATE: dict[type, ToolFormat[Any]] = {
     fmt.state_type: fmt for fmt in TOOL_FORMATS.values()}
 
 OTHER_FORMAT = "stream_state holds the tool-call state of another format than this model's"
+
+PARSED_UNDER_NONE = frozenset({"mistral"})
+"""Formats whose calls vLLM still parses under ``tool_choice`` "none", dropping them with
+their markup (the others leave the output as content)."""
 
 REASONING_PARSERS = frozenset(reasoning.FORMATS)
 TOOL_PARSERS = frozenset(TOOL_FORMATS)
@@ -43,7 +48,7 @@ class ParserSettings:
     """``enable_thinking`` from the template kwargs (vLLM §7.2)."""
     tool_format: str | None
     """The tool-call format parsing the output; None when tool calls are not parsed (no tool
-    parser, no ``tools``, or ``tool_choice`` "none")."""
+    parser, no ``tools``, or ``tool_choice`` "none" unless ``PARSED_UNDER_NONE``)."""
     keep_calls: bool
     """Parsed calls are returned (else dropped, their markup gone, as vLLM does)."""
     forced: bool
@@ -103,7 +108,8 @@ def parser_settings(reasoning_parser: str | None, tool_parser: str | None,
     choice: Any = request.tool_choice
     named = isinstance(choice, dict)
     forced = named or choice == "required"
-    tools = tool_parser is not None and choice != "none" and bool(request.tools)
+    tools = (tool_parser is not None and bool(request.tools)
+             and (choice != "none" or tool_parser in PARSED_UNDER_NONE))
     keep = forced or (choice == "auto" and tools)
     return ParserSettings(
         reasoning=reasoning.FORMATS[reasoning_parser] if reasoning_parser else None,
@@ -161,8 +167,15 @@ def format_of(state: ToolState) -> ToolFormat[Any]:
     return _FORMAT_OF_STATE[type(state)]
 
 
-def tool_call_id(request_id: str, choice_index: int, call_index: int) -> str:
+CALL_IDS = {"mistral": mistral.call_id}
+"""Formats whose calls carry ids of the model's own form (else ``chatcmpl-tool-…``)."""
+
+
+def tool_call_id(request_id: str, choice_index: int, call_index: int,
+                 tool_format: str | None = None) -> str:
     """Deterministic id: the same across retries and between streaming and non-streaming."""
+    if tool_format in CALL_IDS:
+        return CALL_IDS[tool_format](request_id, choice_index, call_index)
     digest = hashlib.sha256(f"{request_id}\x00{choice_index}\x00{call_index}".encode()).hexdigest()
     return f"chatcmpl-tool-{digest[:16]}"
 

@@ -9,6 +9,10 @@ could still become a marker. Formats, as vLLM 0.33 names them:
   stays in the content for the tool parser; a later ``</think>`` is dropped; ChatML turn
   markers are removed everywhere.
 - ``deepseek_r1``: starts in reasoning; ``<think>`` is absorbed, the first ``</think>`` ends it.
+- ``mistral``: ``[THINK]…[/THINK]`` (special tokens of Mistral's tokenizer v13+); starts in
+  content, every ``[THINK]`` opens reasoning (again), one inside it is absorbed, ``[/THINK]``
+  ends it and is dropped anywhere else, ``[TOOL_CALLS]`` ends it and stays for the tool
+  parser; trailing whitespace of reasoning is dropped (held until more reasoning follows).
 """
 
 from __future__ import annotations
@@ -20,6 +24,8 @@ from derender.core.markers import earliest, pending_prefix
 from derender.core.vocab import Vocabulary
 
 THINK, END_THINK, TOOL_CALL = "<think>", "</think>", "<tool_call>"
+MAX_HELD_SPACE = 256
+"""Whitespace at the end of reasoning held back to be dropped if the block ends there."""
 CHATML_TURN = ("<|im_start|>", "<|im_end|>")
 
 
@@ -38,17 +44,29 @@ class ReasoningFormat:
     """The prompt decides whether output starts inside reasoning."""
     honours_switch: bool = False
     """``enable_thinking: false`` turns the parser off."""
+    start: str = THINK
+    end: str = END_THINK
+    starts_in_content: bool = False
+    """Output starts as content (reasoning only inside ``start``…``end``)."""
+    reopens: bool = False
+    """``start`` in the content opens reasoning again."""
+    strips_trailing_space: bool = False
+    """Whitespace ending a reasoning block is dropped."""
 
     def markers(self, reasoning: bool) -> tuple[str, ...]:
         if reasoning:
-            return (THINK, END_THINK, *self.ends_implicitly, *self.removed)
-        return ((END_THINK,) if self.drops_late_end else ()) + self.removed
+            return (self.start, self.end, *self.ends_implicitly, *self.removed)
+        return (((self.end,) if self.drops_late_end else ())
+                + ((self.start,) if self.reopens else ()) + self.removed)
 
 
 FORMATS = {
     "qwen3": ReasoningFormat("qwen3", ends_implicitly=(TOOL_CALL,), removed=CHATML_TURN,
                              drops_late_end=True, honours_prompt=True, honours_switch=True),
     "deepseek_r1": ReasoningFormat("deepseek_r1"),
+    "mistral": ReasoningFormat("mistral", ends_implicitly=("[TOOL_CALLS]",), drops_late_end=True,
+                               start="[THINK]", end="[/THINK]", starts_in_content=True,
+                               reopens=True, strips_trailing_space=True),
 }
 
 
@@ -87,14 +105,14 @@ def start(fmt: ReasoningFormat, vocab: Vocabulary, prompt_ids: Sequence[int] | N
         return None
     if fmt.honours_prompt:
         return ReasoningState(prompt_leaves_reasoning_open(vocab, prompt_ids))
-    return ReasoningState(True)
+    return ReasoningState(not fmt.starts_in_content)
 
 
 def feed(fmt: ReasoningFormat, state: ReasoningState, text: str, final: bool,
          spell: Mapping[str, str]) -> tuple[ReasoningDelta, ReasoningState]:
     """Split new text; ``final`` releases what was held back. ``spell`` maps each marker to
     how it appears in the text (a stand-in character where it is a single token)."""
-    end_think = spell[END_THINK]
+    end_think, start_think = spell[fmt.end], spell[fmt.start]
     implicit = {spell[m] for m in fmt.ends_implicitly}
     buffer = state.held + text
     in_reasoning = state.reasoning
@@ -114,8 +132,27 @@ def feed(fmt: ReasoningFormat, state: ReasoningState, text: str, final: bool,
         elif in_reasoning and marker in implicit:
             in_reasoning = False
             content.append(marker)
+        elif not in_reasoning and fmt.reopens and marker == start_think:
+            in_reasoning = True
+        if not in_reasoning and fmt.strips_trailing_space:
+            _strip_end(reasoning)
     markers = [spell[m] for m in fmt.markers(in_reasoning)]
     hold = 0 if final else pending_prefix(buffer[pos:], markers)
-    (reasoning if in_reasoning else content).append(buffer[pos:len(buffer) - hold])
+    tail = buffer[pos:len(buffer) - hold]
+    if in_reasoning and fmt.strips_trailing_space:
+        kept = tail.rstrip()
+        if final:
+            tail = kept
+        elif len(tail) - len(kept) + hold <= MAX_HELD_SPACE:
+            hold, tail = len(buffer) - pos - len(kept), kept
+    (reasoning if in_reasoning else content).append(tail)
     return (ReasoningDelta("".join(reasoning), "".join(content)),
             ReasoningState(in_reasoning, buffer[len(buffer) - hold:]))
+
+
+def _strip_end(pieces: list[str]) -> None:
+    """Drop the whitespace ending the text of ``pieces`` (a reasoning block's end)."""
+    for i in range(len(pieces) - 1, -1, -1):
+        pieces[i] = pieces[i].rstrip()
+        if pieces[i]:
+            return

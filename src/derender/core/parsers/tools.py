@@ -86,7 +86,8 @@ def merge(deltas: list[ToolCallDelta]) -> list[ToolCallDelta]:
     for delta in deltas:
         if merged and merged[-1].index == delta.index:
             last = merged[-1]
-            merged[-1] = ToolCallDelta(last.index, last.name or delta.name,
+            merged[-1] = ToolCallDelta(last.index,
+                                       delta.name if last.name is None else last.name,
                                        last.arguments + delta.arguments)
         else:
             merged.append(delta)

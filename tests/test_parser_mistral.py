@@ -1,0 +1,260 @@
+"""The ``mistral`` tool-call format and the ``mistral`` reasoning parser (vLLM 0.33's
+MistralParser with a tokenizer that has ``[ARGS]`` and ``[THINK]``): the rules, the call ids,
+the state codec and split invariance through the HTTP app (``mistral-tools``, the derived
+tokenizer of tests/tokenizer_variants.py)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from hypothesis import event, given, note, settings
+from hypothesis import strategies as st
+
+from derender.core import parsers
+from derender.core.parsers import mistral, reasoning
+from derender.core.parsers.tools import ToolContext
+from derender.core.state_codec import Reader, Writer
+from tests.conftest import tokenizer
+from tests.test_parser_properties import (
+    PROPS,
+    check_equal,
+    chunkings,
+    fold,
+    json_strings,
+    json_text,
+    json_values,
+    non_streaming,
+    streaming,
+)
+
+MODEL = "mistral-tools"
+TOOL_CALLS, ARGS, THINK, END_THINK, EOS = 32000, 32001, 32002, 32003, 2
+MARKERS = {TOOL_CALLS: "[TOOL_CALLS]", ARGS: "[ARGS]", THINK: "[THINK]", END_THINK: "[/THINK]"}
+CONTEXT = ToolContext()
+"""Markers as their own text (where the vocabulary has them, as stand-ins: same rules)."""
+TOOL_NAMES = ("get_weather", "create_note", "search_web")
+TOOLS = [{"type": "function", "function": {
+    "name": name, "parameters": {"type": "object", "properties": {"q": {"type": "string"}}}}}
+    for name in TOOL_NAMES]
+MESSAGES = [{"role": "user", "content": "Weather in Zürich? 🌦"}]
+
+
+def run(text: str, size: int = 0) -> tuple[str, list[tuple[str, str]]]:
+    """Content and calls of ``text`` fed in pieces of ``size`` (0: at once), then finished."""
+    state = mistral.FORMAT.start()
+    content = ""
+    calls: dict[int, list[str]] = {}
+    pieces = [text[i:i + size] for i in range(0, len(text), size)] if size else [text]
+    for k, piece in enumerate([*pieces, ""]):
+        out, deltas, state = mistral.FORMAT.feed(state, piece, k == len(pieces), CONTEXT)
+        content += out
+        for delta in deltas:
+            entry = calls.setdefault(delta.index, ["", ""])
+            entry[0] += delta.name or ""
+            entry[1] += delta.arguments
+    return content, [(name, args) for name, args in (calls[i] for i in sorted(calls))]
+
+
+RULES = [
+    ('[TOOL_CALLS]get_weather[ARGS]{"city": "Paris"}', "", [("get_weather", '{"city": "Paris"}')]),
+    ('Sure.[TOOL_CALLS]get_weather{"city": "Paris"}', "Sure.",
+     [("get_weather", '{"city": "Paris"}')]),
+    (' \n [TOOL_CALLS]a[ARGS]{"x": [1, {}]}[TOOL_CALLS]b[ARGS]{"t": "a}[\\""}', "",
+     [("a", '{"x": [1, {}]}'), ("b", '{"t": "a}[\\""}')]),
+    ('[TOOL_CALLS] get_weather [ARGS] {"city": "Paris"} ', "",
+     [("get_weather", '{"city": "Paris"}')]),
+    ('[TOOL_CALLS]get_weather[ARGS]{"city": "Paris"} and more text', "",
+     [("get_weather", '{"city": "Paris"}')]),
+    ("[TOOL_CALLS]get_weather", "", [("get_weather", "{}")]),
+    ("[TOOL_CALLS]get_weather[ARGS]  ", "", [("get_weather", "{}")]),
+    ("[TOOL_CALLS]a[TOOL_CALLS]b[ARGS]{}", "", [("a", "{}"), ("b", "{}")]),
+    ("[TOOL_CALLS]g[ARGS]not json  ", "", [("g", "not json")]),
+    ('[TOOL_CALLS]g[ARGS]{"c": "Par', "", [("g", '{"c": "Par')]),
+    ('[TOOL_CALLS][ARGS]{"n": 5}[TOOL_CALLS][ARGS] [TOOL_CALLS]', "", [("", '{"n": 5}')]),
+    ("The weather is [sunny], {22 °C}.", "The weather is [sunny], {22 °C}.", []),
+    ("  \n", "  \n", []),
+]
+
+
+@pytest.mark.parametrize(("text", "content", "calls"), RULES)
+def test_rules_in_any_pieces(text: str, content: str, calls: list[tuple[str, str]]) -> None:
+    for size in (0, 1, 2, 3, 7):
+        assert run(text, size) == (content, calls), size
+
+
+def test_holdbacks_are_bounded() -> None:
+    state = mistral.FORMAT.start()
+    _, _, state = mistral.FORMAT.feed(state, " " * 300, False, CONTEXT)
+    assert state.held == ""  # more whitespace than MAX_LEADING_SPACE is content
+    _, deltas, state = mistral.FORMAT.feed(mistral.FORMAT.start(),
+                                           "[TOOL_CALLS]" + "n" * 600, False, CONTEXT)
+    assert deltas and deltas[0].name == "n" * 600 and state.held == ""
+    _, _, state = mistral.FORMAT.feed(state, "x" + " " * 300, False, CONTEXT)
+    assert len(state.held) <= mistral.MAX_TRAILING_SPACE
+
+
+def test_call_ids_are_mistral_form_and_deterministic() -> None:
+    ids = {parsers.tool_call_id("req", c, i, "mistral") for c in range(3) for i in range(50)}
+    assert len(ids) == 150
+    assert all(len(i) == 9 and i.isalnum() and i.isascii() for i in ids)
+    assert parsers.tool_call_id("req", 0, 1, "mistral") == mistral.call_id("req", 0, 1)
+    assert parsers.tool_call_id("req", 0, 1, "hermes").startswith("chatcmpl-tool-")
+
+
+@settings(max_examples=200, deadline=None)
+@given(pieces=st.lists(st.sampled_from(
+    ["[TOOL_CALLS]", "[ARGS]", "{", "}", "[", "]", '"', "\\", " ", "\n", "get_weather", "x",
+     '{"city": "Par', "is\"}", "Sure."]), max_size=12))
+def test_every_reached_state_round_trips(pieces: list[str]) -> None:
+    fmt = mistral.FORMAT
+    state = fmt.start()
+    for piece in pieces:
+        _, _, state = fmt.feed(state, piece, False, CONTEXT)
+        writer = Writer()
+        writer.uint(fmt.tag)
+        fmt.encode(state, writer)
+        reader = Reader(bytes(writer.out))
+        assert parsers.FORMATS_BY_TAG[reader.uint()] is fmt
+        assert fmt.decode(reader) == state
+        assert reader.pos == len(writer.out)
+
+
+# --------------------------------------------------------------------------- reasoning
+
+SPELL = {m: m for m in ("[THINK]", "[/THINK]", "[TOOL_CALLS]")}
+REASONING_RULES = [
+    ("[THINK]Let me think.  \n[/THINK]\n\nThe answer.", "Let me think.", "\n\nThe answer."),
+    ("No think here.[/THINK] more", "", "No think here. more"),
+    ("[THINK]a [THINK]b[/THINK]c[THINK]d[/THINK]e", "a bd", "ce"),
+    ("[THINK]plan  [TOOL_CALLS]get[ARGS]{}", "plan", "[TOOL_CALLS]get[ARGS]{}"),
+    ("[THINK]unfinished  ", "unfinished", ""),
+    ("[THINK]x" + " " * 300 + "y[/THINK]", "x" + " " * 300 + "y", ""),
+]
+
+
+@pytest.mark.parametrize(("text", "thought", "content"), REASONING_RULES)
+def test_reasoning_rules(text: str, thought: str, content: str) -> None:
+    fmt = reasoning.FORMATS["mistral"]
+    for size in (1, 2, 5, len(text)):
+        state: reasoning.ReasoningState | None = reasoning.ReasoningState(False)
+        assert state == reasoning.start(fmt, None, None, True)  # type: ignore[arg-type]
+        assert state is not None
+        got_r = got_c = ""
+        pieces = [text[i:i + size] for i in range(0, len(text), size)]
+        for k, piece in enumerate([*pieces, ""]):
+            delta, state = reasoning.feed(fmt, state, piece, k == len(pieces), SPELL)
+            got_r += delta.reasoning
+            got_c += delta.content
+            assert len(state.held) <= reasoning.MAX_HELD_SPACE + len("[/THINK]")
+        assert (got_r, got_c) == (thought, content), size
+
+
+# --------------------------------------------------------------------------- split invariance
+
+
+def enc(text: str) -> list[int]:
+    """Text after a marker, without the ``▁`` this tokenizer prepends to a segment."""
+    return list(tokenizer(MODEL).encode("\x00" + text, add_special_tokens=False).ids)[2:]
+
+
+PROMPT = [1, 733, 16289, 28793, 816, 1223, 297, 28705]
+"""``<s>[INST] Weather in`` (any prompt will do: mistral's parsers do not read it)."""
+
+
+@pytest.fixture(scope="module")
+def both(client_for: Any) -> Any:
+    return client_for(MODEL, "mistral", "mistral")
+
+
+@st.composite
+def requests(draw: st.DrawFn) -> dict[str, Any]:
+    request: dict[str, Any] = {"messages": MESSAGES}
+    if draw(st.integers(0, 5)) > 0:
+        request["tools"] = TOOLS
+        choice = draw(st.sampled_from(["auto", "absent", "absent", "required", "named", "none"]))
+        if choice == "named":
+            request["tool_choice"] = {"type": "function", "function": {"name": "get_weather"}}
+        elif choice != "absent":
+            request["tool_choice"] = choice
+    if draw(st.integers(0, 3)) == 0:
+        request["parallel_tool_calls"] = False
+    if draw(st.integers(0, 4)) == 0:
+        request["include_reasoning"] = False
+    if draw(st.booleans()):
+        request["logprobs"] = True
+        request["top_logprobs"] = 1
+    if draw(st.booleans()):
+        request["return_token_ids"] = True
+    return request
+
+
+@st.composite
+def outputs(draw: st.DrawFn) -> tuple[list[int | str], list[tuple[str, Any]], bool]:
+    """(parts, calls written, clean: exactly those calls are read)."""
+    parts: list[int | str] = []
+    if draw(st.booleans()):
+        parts += [THINK, draw(st.sampled_from(["Let me think.", "Zürich 東京 🌦  ", " {x} \n"]))]
+        if draw(st.integers(0, 4)):
+            parts.append(END_THINK)
+    lead = draw(st.sampled_from(["", "", "", "\n\n", "Sure — 🌦 checking.\n", "[x] {y}"]))
+    if lead:
+        parts.append(lead)
+    written: list[tuple[str, Any]] = []
+    for _ in range(draw(st.integers(0, 3))):
+        name = draw(st.sampled_from(TOOL_NAMES))
+        args = draw(st.dictionaries(st.sampled_from(["q", "city", "ß", "k\"q"]),
+                                    json_values(json_strings), max_size=3))
+        written.append((name, args))
+        parts += [TOOL_CALLS, name]
+        spelled = draw(json_text(args))
+        if draw(st.booleans()):
+            parts += [ARGS, spelled]
+        else:
+            parts[-1] += spelled
+    junk = draw(st.sampled_from(["", "", "", " Hope that helps!", " {oops}", "[/THINK]"]))
+    if junk == "[/THINK]":
+        parts.append(END_THINK)
+    elif junk:
+        parts.append(junk)
+    cut = draw(st.integers(0, 6)) == 0
+    return parts, written, not cut and junk in ("", " Hope that helps!", "[/THINK]")
+
+
+def ids_of(parts: list[int | str]) -> list[int]:
+    ids: list[int] = []
+    for part in parts:
+        ids.extend([part] if isinstance(part, int) else enc(part))
+    return ids
+
+
+@settings(PROPS, max_examples=150)
+@given(data=st.data())
+def test_mistral_stream_folds_to_message(both: Any, data: st.DataObject) -> None:
+    request = data.draw(requests(), label="chat_request")
+    parts, written, clean = data.draw(outputs(), label="output")
+    ids = ids_of(parts)
+    finish = data.draw(st.sampled_from(["stop", "stop", "length"]), label="finish")
+    if not clean and ids:
+        ids = ids[:data.draw(st.integers(1, len(ids)), label="cut")]
+    if finish == "stop":
+        ids.append(EOS)
+    if not ids:
+        ids, finish = [EOS], "stop"
+    note(f"ids={ids}\ntext={tokenizer(MODEL).decode(ids, skip_special_tokens=False)!r}")
+    rid = f"props-{data.draw(st.integers(0, 10**6), label='rid')}"
+    expected = non_streaming(both, MODEL, ids, finish, PROMPT, request, rid)
+    note(f"message={expected['message']} finish={expected['finish_reason']}")
+    chunks = streaming(both, MODEL, ids, finish, PROMPT, request, rid,
+                       data.draw(chunkings(len(ids)), label="chunking"))
+    check_equal(fold(chunks, request), expected, ids, request, finish)
+    calls = expected["message"].get("tool_calls") or []
+    event(f"calls: {len(calls)}")
+    assert all(len(c["id"]) == 9 and c["id"].isalnum() for c in calls)
+    auto = bool(request.get("tools")) and request.get("tool_choice", "auto") == "auto"
+    if clean and auto:
+        event("written calls checked")
+        want = written[:1] if request.get("parallel_tool_calls") is False else written
+        got = [[c["function"]["name"], json.loads(c["function"]["arguments"])] for c in calls]
+        assert got == json.loads(json.dumps(want))
