@@ -13,7 +13,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from derender.core.errors import BadRequestError
-from derender.core.parsers import hermes, llama3_json, mistral, pythonic, reasoning
+from derender.core.parsers import (
+    hermes,
+    llama3_json,
+    mistral,
+    pythonic,
+    qwen3_coder,
+    reasoning,
+)
 from derender.core.parsers.reasoning import ReasoningFormat, ReasoningState
 from derender.core.parsers.tools import ToolCallDelta, ToolContext, ToolFormat, ToolState
 from derender.core.vocab import MARKUP, RESTORE_MARKUP, Vocabulary
@@ -21,7 +28,7 @@ from derender.protocol import ChatRequest
 
 TOOL_FORMATS: dict[str, ToolFormat[Any]] = {
     fmt.name: fmt for fmt in (hermes.FORMAT, llama3_json.FORMAT, pythonic.FORMAT,
-                              mistral.FORMAT)}
+                              mistral.FORMAT, qwen3_coder.FORMAT)}
 """The tool-call formats, by the name vLLM's ``--tool-call-parser`` gives them."""
 FORMATS_BY_TAG: dict[int, ToolFormat[Any]] = {fmt.tag: fmt for fmt in TOOL_FORMATS.values()}
 if len(FORMATS_BY_TAG) != len(TOOL_FORMATS):
@@ -31,7 +38,7 @@ _FORMAT_OF_STATE: dict[type, ToolFormat[Any]] = {
 
 OTHER_FORMAT = "stream_state holds the tool-call state of another format than this model's"
 
-PARSED_UNDER_NONE = frozenset({"mistral"})
+PARSED_UNDER_NONE = frozenset({"mistral", "qwen3_coder"})
 """Formats whose calls vLLM still parses under ``tool_choice`` "none", dropping them with
 their markup (the others leave the output as content)."""
 
@@ -60,6 +67,8 @@ class ParserSettings:
     include_reasoning: bool
     spell: tuple[tuple[str, str], ...] = ()
     """Each marker and how it appears in text decoded with the marked vocabulary."""
+    request_tools: tuple[Any, ...] = ()
+    """The request's ``tools`` when calls are parsed (formats typing arguments read them)."""
 
     @property
     def spelling(self) -> dict[str, str]:
@@ -71,7 +80,8 @@ class ParserSettings:
         return self.tool_format is not None
 
     def tool_context(self) -> ToolContext:
-        return ToolContext(self.forced_name, self.forced and not self.named, self.spelling)
+        return ToolContext(self.forced_name, self.forced and not self.named, self.spelling,
+                           self.request_tools, self.keep_calls)
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +129,7 @@ def parser_settings(reasoning_parser: str | None, tool_parser: str | None,
         parallel=request.parallel_tool_calls is not False,
         include_reasoning=request.include_reasoning,
         spell=tuple((marker, vocab.spelled(marker)) for marker in MARKUP),
+        request_tools=tuple(request.tools or ()) if tools else (),
     )
 
 

@@ -11,9 +11,9 @@ and is never read as another's.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from derender.core.state_codec import Reader, Writer
 
@@ -38,6 +38,11 @@ class ToolContext:
     spell: Mapping[str, str] | None = None
     """Each marker and how it appears in the text (a stand-in character where the vocabulary
     has it as one token); None: as itself."""
+    tools: Sequence[Any] = ()
+    """The request's ``tools`` (for formats that type arguments by their schema; look a
+    parameter up once, not on every chunk)."""
+    keep: bool = True
+    """Parsed calls are returned (``tool_choice`` is not "none")."""
 
     def spelled(self, marker: str) -> str:
         return marker if self.spell is None else self.spell.get(marker, marker)

@@ -1,0 +1,562 @@
+"""The ``qwen3_coder`` tool-call format (Qwen3-Coder, Qwen3.5): XML calls whose parameter
+values are typed from the request's tool schema::
+
+    <tool_call>
+    <function=get_weather>
+    <parameter=city>
+    Paris
+    </parameter>
+    </function>
+    </tool_call>
+
+vLLM 0.33's reference (``Qwen3EngineToolParser``, the qwen3 grammar of ``vllm/parser``) reads
+``<tool_call>`` (by token id) or a bare ``<function=`` as the start of a call; the function's
+name runs to its ``>``; its body to ``</function>`` (or the next ``<function=``, or the end of
+the output); each ``<parameter=NAME>VALUE</parameter>`` of the body is a parameter (a value
+also ends at the next ``<parameter=``), one newline at either end of the value trimmed. A
+value is typed by its parameter's schema (``coerce`` below, vLLM's ``coerce_to_schema_type``:
+null, integer, number, boolean, object/array as JSON, else the string, with JSON as the last
+resort); a parameter the schema does not know stays a string. Text before the first call is
+content (whitespace around it dropped when calls are returned), text after it is dropped.
+
+One O(delta) machine serves both modes (design §6). The function name and a typed value are
+held until they end (at most ``MAX_NAME`` and ``MAX_VALUE`` characters); string values stream
+as written. The parameter's type is looked up once, when its name has been read. Where vLLM
+cannot be followed without unbounded holdback we differ (README): a parameter cut off by the
+end of its call or of the output keeps the value read so far (vLLM drops it); a typed value
+longer than ``MAX_VALUE`` is a string; whitespace before the content that precedes a call
+stays. State: the mode, a short holdback, the name/value being read, the function's name, the
+call counter, flags and the open parameter's types.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from derender.core.markers import earliest, pending_prefix
+from derender.core.parsers.tools import ToolCallDelta, ToolContext, ToolFormat, ToolState, merge
+from derender.core.state_codec import Reader, Writer
+
+TOOL_START, TOOL_END = "<tool_call>", "</tool_call>"
+FUNC_PREFIX, FUNC_END = "<function=", "</function>"
+MAX_NAME = 256
+"""Characters of a function or parameter name; a longer one is not read."""
+MAX_VALUE = 1024
+"""Characters of a typed (not string) value held until its end; past that it is a string."""
+MAX_SPACE = 256
+"""Trailing whitespace of content held back (dropped if a call follows); more is content."""
+MAX_TAG = 40
+
+CONTENT, PREAMBLE, NAME, GAP, PNAME, PVALUE, BETWEEN = (
+    "content", "preamble", "name", "gap", "pname", "pvalue", "between")
+MODES = (CONTENT, PREAMBLE, NAME, GAP, PNAME, PVALUE, BETWEEN)
+ARGS = (GAP, PNAME, PVALUE)
+
+SPOKE, GHOST, COMMA, STARTED, NEWLINE, OVERFLOW, DROP = 1, 2, 4, 8, 16, 32, 64
+"""Flags: content other than whitespace was emitted; the open call is not returned (no
+name); a parameter of the open call was emitted; the open value has begun; a newline ending
+the open string value is held; the name being read is too long; a call with a name (if only
+whitespace) was read, so later text is dropped."""
+KEPT = SPOKE | DROP
+"""The flags that outlive a call."""
+
+TYPES = ("null", "integer", "number", "boolean", "object", "array", "string")
+"""vLLM's priority order of schema types; a parameter's types are a bit set over these."""
+STRING = 1 << TYPES.index("string")
+_ALIASES = {
+    "str": "string", "text": "string", "varchar": "string", "char": "string", "enum": "string",
+    "int": "integer", "int32": "integer", "int64": "integer", "uint": "integer",
+    "uint32": "integer", "uint64": "integer", "long": "integer", "short": "integer",
+    "unsigned": "integer", "float": "number", "float32": "number", "float64": "number",
+    "double": "number", "bool": "boolean", "dict": "object", "arr": "array", "list": "array",
+    "sequence": "array",
+}
+
+# vLLM's parameter tags allow whitespace inside (\s*); here at most 8 characters of it, so a
+# tag is recognised within MAX_TAG characters whatever the chunking.
+_W = r"\s{0,8}"
+_OPENER = re.compile(rf"<{_W}parameter{_W}=")
+_CLOSER = re.compile(rf"<{_W}/{_W}parameter{_W}>")
+_OPENER_SEQ: tuple[str | int, ...] = ("<", 8, "parameter", 8, "=")
+_CLOSER_SEQ: tuple[str | int, ...] = ("<", 8, "/", 8, "parameter", 8, ">")
+_SWALLOWED = ("</parameter>", "<parameter=", "<think>", "</think>", "<tool_call>",
+              "</tool_call>", "<|im_start|>", "<|im_end|>", "<|endoftext|>")
+"""Other markup vLLM's lexer reads whole: inside a function name its ``>`` ends nothing."""
+
+
+@dataclass(frozen=True, slots=True)
+class Qwen3CoderState(ToolState):
+    mode: str = CONTENT
+    held: str = ""
+    """Unread text: what may still become a tag."""
+    acc: str = ""
+    """NAME/PNAME: the name so far; PVALUE: a typed value so far."""
+    space: str = ""
+    """Trailing whitespace of the content, held back (dropped if a call follows)."""
+    fn: str = ""
+    """The open call's function name (for its parameters' types)."""
+    calls: int = 0
+    """Calls returned so far (the next call's index)."""
+    flags: int = 0
+    types: int = 0
+    """The open parameter's types (bits of TYPES)."""
+
+
+class _Run:
+    """A working copy of the state while text is fed."""
+
+    def __init__(self, state: Qwen3CoderState, context: ToolContext) -> None:
+        self.mode, self.acc, self.fn, self.space = state.mode, state.acc, state.fn, state.space
+        self.pending = 0
+        self.calls, self.flags, self.types = state.calls, state.flags, state.types
+        self.context = context
+        self.keep = context.keep
+        self.content: list[str] = []
+        self.deltas: list[ToolCallDelta] = []
+
+    def has(self, flag: int) -> bool:
+        return bool(self.flags & flag)
+
+    def set(self, flag: int, on: bool = True) -> None:
+        self.flags = self.flags | flag if on else self.flags & ~flag
+
+    def args(self, text: str) -> None:
+        if text and not self.has(GHOST):
+            self.deltas.append(ToolCallDelta(self.calls - 1, None, text))
+
+    # content
+    def text(self, piece: str) -> None:
+        if self.keep and self.has(DROP):
+            return  # after a call, text is dropped
+        combined = self.space + piece
+        body = combined.rstrip()
+        cut = len(combined) - min(len(combined) - len(body), MAX_SPACE)
+        if cut:
+            self.content.append(combined[:cut])
+            self.set(SPOKE, self.has(SPOKE) or bool(body))
+        self.space = combined[cut:]
+
+    def end_content(self) -> None:
+        if not (self.keep and self.calls):
+            self.content.append(self.space)
+        self.space = ""
+
+    # calls
+    def start_call(self, mode: str) -> None:
+        self.mode, self.acc, self.fn = mode, "", ""
+        self.set(OVERFLOW, False)
+
+    def name_piece(self, piece: str) -> None:
+        if self.has(OVERFLOW):
+            return
+        self.acc += piece
+        if len(self.acc) > MAX_NAME:
+            self.acc = ""
+            self.set(OVERFLOW)
+
+    def open_call(self) -> None:
+        """The function's name has been read: the call begins (if it has a name)."""
+        name = self.acc.strip()
+        ghost = self.has(OVERFLOW) or not name
+        if not ghost and self.keep:
+            self.space = ""  # whitespace before the first call is not content
+        drop = self.has(OVERFLOW) or bool(self.acc)
+        self.acc, self.fn = "", "" if ghost else name
+        self.flags &= KEPT
+        self.set(GHOST, ghost)
+        self.set(DROP, self.has(DROP) or drop)
+        if not ghost:
+            self.deltas.append(ToolCallDelta(self.calls, name, "{"))
+            self.calls += 1
+
+    def close_call(self) -> None:
+        if self.mode == PVALUE:
+            self.close_value()
+        self.args("}")
+        self.mode, self.acc, self.fn = BETWEEN, "", ""
+        self.flags &= KEPT
+
+    def open_param(self) -> None:
+        raw = self.acc
+        overflow = self.has(OVERFLOW)
+        self.acc = ""
+        self.set(OVERFLOW, False)
+        if overflow:
+            self.mode = GAP
+            return
+        name = raw.lstrip()
+        self.types = _param_types(self.context.tools, self.fn, name)
+        self.mode = PVALUE
+        self.flags &= KEPT | GHOST | COMMA
+        self.args((", " if self.has(COMMA) else "") + json.dumps(name, ensure_ascii=False)
+                  + (': "' if self.types == STRING else ": "))
+        self.set(COMMA, not self.has(GHOST))
+
+    def value(self, piece: str) -> None:
+        if not piece or self.has(GHOST):
+            return
+        if self.types != STRING:
+            self.acc += piece
+            if len(self.acc) <= MAX_VALUE:
+                return
+            self.types, piece, self.acc = STRING, self.acc, ""  # too long: a string
+            self.args('"')
+        if not self.has(STARTED):
+            self.set(STARTED)
+            piece = piece.removeprefix("\n")
+        text = ("\n" if self.has(NEWLINE) else "") + piece
+        self.set(NEWLINE, text.endswith("\n"))
+        if text.endswith("\n"):
+            text = text[:-1]
+        self.args(json.dumps(text, ensure_ascii=False)[1:-1])
+
+    def close_value(self) -> None:
+        if self.types == STRING:
+            self.args('"')
+        else:
+            raw = self.acc.removeprefix("\n")
+            raw = raw.removesuffix("\n")
+            self.args(json.dumps(coerce(raw, self.types), ensure_ascii=False))
+        self.acc = ""
+        self.mode = GAP
+        self.flags &= KEPT | GHOST | COMMA
+
+
+def feed(state: Qwen3CoderState, text: str, final: bool, context: ToolContext
+         ) -> tuple[str, list[ToolCallDelta], Qwen3CoderState]:
+    """Content and tool-call deltas of new text; ``final`` settles what was held back."""
+    open_tag, close_tag = context.spelled(TOOL_START), context.spelled(TOOL_END)
+    run = _Run(state, context)
+    buffer = state.held + text
+    held = ""
+    while True:
+        mode = run.mode
+        if mode == CONTENT:
+            found = earliest(buffer, (open_tag, FUNC_PREFIX))
+            if found is None:
+                hold = 0 if final else pending_prefix(buffer, (open_tag, FUNC_PREFIX))
+                run.text(buffer[:len(buffer) - hold])
+                held = buffer[len(buffer) - hold:]
+                break
+            at, marker = found
+            run.text(buffer[:at])
+            run.start_call(PREAMBLE if marker == open_tag else NAME)
+            buffer = buffer[at + len(marker):]
+        elif mode in (PREAMBLE, BETWEEN):
+            markers = (FUNC_PREFIX, close_tag) + ((open_tag,) if mode == BETWEEN else ())
+            found = earliest(buffer, markers)
+            if found is None:
+                hold = 0 if final else pending_prefix(buffer, markers)
+                held = buffer[len(buffer) - hold:]
+                break
+            at, marker = found
+            buffer = buffer[at + len(marker):]
+            if marker == close_tag:
+                run.mode = CONTENT
+            else:
+                run.start_call(NAME if marker == FUNC_PREFIX else PREAMBLE)
+        elif mode == NAME:
+            at, stop = _name_end(buffer, open_tag, close_tag)
+            if stop is None:
+                if not final:
+                    run.name_piece(buffer[:at])
+                    held = buffer[at:]
+                    break
+                run.name_piece(buffer)
+                run.open_call()
+                run.close_call()
+                break
+            run.name_piece(buffer[:at])
+            buffer = buffer[at + len(stop):]
+            run.open_call()
+            if stop == ">":
+                run.mode = GAP
+                continue
+            run.close_call()
+            _after_call(run, stop, open_tag, close_tag)
+        else:  # GAP, PNAME, PVALUE: the call's body
+            found = earliest(buffer, (FUNC_END, FUNC_PREFIX))
+            region = buffer if found is None else buffer[:found[0]]
+            rest = _body(run, region, found is not None or final)
+            if rest is not None:  # a tag ended inside the region: go on after it
+                buffer = rest + ("" if found is None else buffer[found[0]:])
+                continue
+            if found is None:
+                if final:
+                    run.close_call()
+                    break
+                held = buffer[len(buffer) - run.pending:]
+                break
+            buffer = buffer[found[0] + len(found[1]):]
+            run.close_call()
+            _after_call(run, found[1], open_tag, close_tag)
+    if final:
+        run.end_content()
+        run.mode = CONTENT
+    return ("".join(run.content), merge(run.deltas),
+            Qwen3CoderState(run.mode, held, run.acc, run.space, run.fn, run.calls, run.flags,
+                            run.types))
+
+
+def _after_call(run: _Run, stop: str, open_tag: str, close_tag: str) -> None:
+    """The mode after a call ended at ``stop``."""
+    if stop == FUNC_PREFIX:
+        run.start_call(NAME)
+    elif stop == open_tag:
+        run.start_call(PREAMBLE)
+    elif stop == close_tag:
+        run.mode = CONTENT
+
+
+def _name_end(text: str, open_tag: str, close_tag: str) -> tuple[int, str | None]:
+    """Where a function name ends and what ends it, or (where unread text begins, None)."""
+    i = 0
+    firsts = {"<", ">", open_tag[0], close_tag[0]}
+    while True:
+        j = next((k for k in range(i, len(text)) if text[k] in firsts), -1)
+        if j < 0:
+            return len(text), None
+        rest = text[j:]
+        for stop in (open_tag, close_tag, FUNC_END, FUNC_PREFIX, ">"):
+            if rest.startswith(stop):
+                return j, stop
+        swallowed = next((lit for lit in _SWALLOWED if rest.startswith(lit)), None)
+        if swallowed is not None:
+            i = j + len(swallowed)
+            continue
+        if any(lit.startswith(rest) for lit in (open_tag, close_tag, FUNC_END, FUNC_PREFIX,
+                                                 *_SWALLOWED)):
+            return j, None
+        i = j + 1
+
+
+def _body(run: _Run, region: str, ended: bool) -> str | None:
+    """Read a call's body up to a function tag (``ended``: the region is all of it until
+    then). Returns the text after a parameter tag found in the region (to be read next), or
+    None when the region is used up; ``run.pending`` says how much of it waits for more."""
+    run.pending = 0
+    if run.mode == GAP:
+        match = _OPENER.search(region)
+        if match is not None:
+            run.mode, run.acc = PNAME, ""
+            run.set(OVERFLOW, False)
+            return region[match.end():]
+        if not ended:
+            run.pending = len(region) - _tag_start(region)
+        return None
+    if run.mode == PNAME:
+        at = region.find(">")
+        if at >= 0:
+            run.name_piece(region[:at])
+            run.open_param()
+            return region[at + 1:]
+        if ended:
+            run.name_piece(region)
+            run.mode = GAP  # a parameter without its ">" is not read
+            return None
+        hold = pending_prefix(region, (FUNC_END, FUNC_PREFIX))
+        run.name_piece(region[:len(region) - hold])
+        run.pending = hold
+        return None
+    # PVALUE
+    closer, opener = _CLOSER.search(region), _OPENER.search(region)
+    match = min((m for m in (closer, opener) if m is not None), key=lambda m: m.start(),
+                default=None)
+    if match is not None:
+        run.value(region[:match.start()])
+        run.close_value()
+        if match is opener:
+            run.mode, run.acc = PNAME, ""
+        return region[match.end():]
+    if ended:
+        run.value(region)
+        return None
+    start = _tag_start(region)
+    run.value(region[:start])
+    run.pending = len(region) - start
+    return None
+
+
+def _tag_start(text: str) -> int:
+    """Where the end of ``text`` that may still become a tag begins (its length if none)."""
+    low = max(0, len(text) - MAX_TAG)
+    at = text.find("<", low)
+    while at >= 0:
+        tail = text[at:]
+        if (FUNC_END.startswith(tail) or FUNC_PREFIX.startswith(tail)
+                or _prefix_of(tail, _OPENER_SEQ) or _prefix_of(tail, _CLOSER_SEQ)):
+            return at
+        at = text.find("<", at + 1)
+    return len(text)
+
+
+def _prefix_of(text: str, seq: tuple[str | int, ...]) -> bool:
+    """Whether ``text`` may begin a match of ``seq`` (literals, and runs of at most N
+    whitespace characters)."""
+    states = {(0, 0)}
+    for ch in text:
+        expanded = set(states)
+        for start, _ in states:  # a whitespace run may end anywhere
+            at = start
+            while at < len(seq) and isinstance(seq[at], int):
+                at += 1
+                expanded.add((at, 0))
+        moved = set()
+        for i, k in expanded:
+            if i >= len(seq):
+                continue
+            element = seq[i]
+            if isinstance(element, str):
+                if element[k] == ch:
+                    moved.add((i, k + 1) if k + 1 < len(element) else (i + 1, 0))
+            elif ch.isspace() and k < element:
+                moved.add((i, k + 1))
+        states = moved
+        if not states:
+            return False
+    return True
+
+
+# schema types, as vLLM reads them (tool_parsers/utils.py)
+
+def _param_types(tools: Sequence[Any], function: str, param: str) -> int:
+    """The types of a parameter of a function of the request's tools (STRING if unknown)."""
+    for tool in tools:
+        spec = tool.get("function") if isinstance(tool, dict) else None
+        if not isinstance(spec, dict) or spec.get("name") != function:
+            continue
+        parameters = spec.get("parameters")
+        properties = parameters.get("properties") if isinstance(parameters, dict) else None
+        if not isinstance(properties, dict) or not properties:
+            return STRING
+        schema = properties.get(param)
+        if not isinstance(schema, dict):
+            return STRING
+        mask = 0
+        for name in schema_types(schema):
+            key = name.strip().lower()
+            key = _ALIASES.get(key, key)
+            if key in TYPES:
+                mask |= 1 << TYPES.index(key)
+        return mask
+    return STRING
+
+
+def schema_types(schema: Any) -> list[str]:
+    """vLLM's ``extract_types_from_schema``: ``type``, the kinds of ``enum`` values, and the
+    types of ``anyOf``/``oneOf``/``allOf``; ["string"] when none."""
+    if not isinstance(schema, dict):
+        return ["string"]
+    types: set[str] = set()
+    value = schema.get("type")
+    if isinstance(value, str):
+        types.add(value)
+    elif isinstance(value, list):
+        types.update(t for t in value if isinstance(t, str))
+    enum = schema.get("enum")
+    if isinstance(enum, list):
+        for item in enum:
+            if item is None:
+                types.add("null")
+            elif isinstance(item, bool):
+                types.add("boolean")
+            elif isinstance(item, int):
+                types.add("integer")
+            elif isinstance(item, float):
+                types.add("number")
+            elif isinstance(item, str):
+                types.add("string")
+            elif isinstance(item, list):
+                types.add("array")
+            elif isinstance(item, dict):
+                types.add("object")
+    for key in ("anyOf", "oneOf", "allOf"):
+        choices = schema.get(key)
+        if isinstance(choices, list):
+            for choice in choices:
+                types.update(schema_types(choice))
+    return list(types) if types else ["string"]
+
+
+def _finite(value: Any) -> bool:
+    try:
+        json.dumps(value, allow_nan=False)
+    except (ValueError, TypeError):
+        return False
+    return True
+
+
+def coerce(value: str, mask: int) -> Any:
+    """vLLM's ``coerce_to_schema_type``: the first of the types (null, integer, number,
+    boolean, object, array, string) the value reads as; else the value as JSON; else it."""
+    for bit, kind in enumerate(TYPES):
+        if not mask & 1 << bit:
+            continue
+        if kind == "null":
+            if value.lower() == "null":
+                return None
+        elif kind == "string":
+            return value
+        elif kind == "integer":
+            try:
+                return int(value)
+            except ValueError:
+                continue
+        elif kind == "number":
+            try:
+                return int(value)
+            except ValueError:
+                pass
+            try:
+                number = float(value)
+            except ValueError:
+                continue
+            if not math.isfinite(number):
+                continue
+            return number if number != int(number) else int(number)
+        elif kind == "boolean":
+            lower = value.lower().strip()
+            if lower in ("true", "1"):
+                return True
+            if lower in ("false", "0"):
+                return False
+        else:  # object, array
+            try:
+                parsed = json.loads(value)
+            except ValueError:
+                continue
+            if _finite(parsed):
+                return parsed
+    try:
+        parsed = json.loads(value)
+    except ValueError:
+        return value
+    return parsed if _finite(parsed) else value
+
+
+def _encode(state: Qwen3CoderState, w: Writer) -> None:
+    w.uint(MODES.index(state.mode))
+    w.text(state.held)
+    w.text(state.acc)
+    w.text(state.space)
+    w.text(state.fn)
+    w.uint(state.calls)
+    w.uint(state.flags)
+    w.uint(state.types)
+
+
+def _decode(r: Reader) -> Qwen3CoderState:
+    mode, held, acc, space, fn = r.uint(), r.text(), r.text(), r.text(), r.text()
+    calls, flags, types = r.uint(), r.uint(), r.uint()
+    if mode >= len(MODES) or flags >> 7 or types >> len(TYPES):
+        raise ValueError("malformed qwen3_coder state")
+    return Qwen3CoderState(MODES[mode], held, acc, space, fn, calls, flags, types)
+
+
+FORMAT = ToolFormat("qwen3_coder", 28, Qwen3CoderState, Qwen3CoderState, feed, _encode,
+                    _decode)
