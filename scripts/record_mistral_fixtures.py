@@ -7,11 +7,16 @@ folder holds tests/models/mistral-tools/*.json):
     cp tests/models/mistral-tools/*.json $PEER/models/mistral-tools/
     ../shared/peer/start.sh mistral-tools 8220 --tool-call-parser mistral \
         --enable-auto-tool-choice --reasoning-parser mistral
-    .venv/bin/python scripts/record_mistral_fixtures.py 8220
+    # likewise tests/models/mistral-tools-v3/*.json into $PEER/models/mistral-tools-v3
+    ../shared/peer/start.sh mistral-tools-v3 8221 --tool-call-parser mistral \
+        --enable-auto-tool-choice
+    .venv/bin/python scripts/record_mistral_fixtures.py 8220 8221 [CASE NUMBERS…]
 
 The tokenizer has ``[ARGS]`` and ``[THINK]``, so vLLM's MistralParser reads the tokenizer-v11+
 grammar (``[TOOL_CALLS]name[ARGS]{…}`` or ``[TOOL_CALLS]name{…}``) and special-token
-reasoning. Each case is a hand-written model output: the markers become their ids and the text
+reasoning (cases 240-272); ``mistral-tools-v3`` has ``[TOOL_CALLS]`` alone, the older grammar
+of tokenizers before v11, ``[TOOL_CALLS][{"name": …, "arguments": …}, …]`` (cases 273-279).
+Each case is a hand-written model output: the markers become their ids and the text
 between them is encoded on its own without the ``▁`` this (pre-v3) tokenizer prepends to every
 segment, so the decoded output is the text as written; then an EOS id (or none, finish
 "length"). The prompt is ``<s>[INST] … [/INST]`` (the files have no chat template for vLLM to
@@ -35,13 +40,15 @@ from record_tool_fixtures import NAMED, TOOLS, USER, chunk_sizes, layout, post
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures" / "vllm-0.33"
-MODEL = "mistral-tools"
-TOKENIZER = ROOT / "tests" / "models" / MODEL / "tokenizer.json"
+MODEL, OLDER = "mistral-tools", "mistral-tools-v3"
 FIRST = 240
 EOS = 2
 MARKERS = ("[TOOL_CALLS]", "[ARGS]", "[THINK]", "[/THINK]")
-FLAGS = ["--served-model-name", MODEL, "--tool-call-parser", "mistral",
-         "--enable-auto-tool-choice", "--reasoning-parser", "mistral"]
+FLAGS = {MODEL: ["--served-model-name", MODEL, "--tool-call-parser", "mistral",
+                  "--enable-auto-tool-choice", "--reasoning-parser", "mistral"],
+         OLDER: ["--served-model-name", OLDER, "--tool-call-parser", "mistral",
+                 "--enable-auto-tool-choice"]}
+PARSERS = {MODEL: "tool and reasoning parsers", OLDER: "tool parser (older grammar)"}
 
 
 @dataclass
@@ -54,6 +61,7 @@ class Case:
     usage_chunk: bool = False
     finish_alone: bool = False
     tools: bool = True
+    model: str = MODEL
 
 
 SINGLE = '[TOOL_CALLS]get_weather[ARGS]{"city": "Paris", "unit": "c"}'
@@ -76,6 +84,12 @@ THINK_IMPLICIT = ('[THINK]Just call it. [THINK]again  '
                   '[TOOL_CALLS]get_weather[ARGS]{"city": "Paris"}')
 NONE_OUTPUT = 'Hello [TOOL_CALLS]get_weather[ARGS]{"city": "Paris"}'
 NAME_ONLY = "[TOOL_CALLS]get_weather"
+V3_LIST = ('Sure. [TOOL_CALLS] [{"name": "get_weather", "arguments": {"city":"Zürich"}}, '
+           '{"arguments": {"title": "Trip", "tags": ["x"]}, "name": "create_note"}, '
+           '{"name": "get_weather", "arguments": {"city": "東京", "unit": "c"}}]')
+V3_OBJECT = '[TOOL_CALLS]{"name": "get_weather", "arguments": {"city": "Paris"}}'
+V3_NONE = 'Hello [TOOL_CALLS][{"name": "get_weather", "arguments": {"city": "Paris"}}]'
+V3_BARE = '[{"name": "get_weather", "arguments": {"city": "Paris", "unit": "f"}}]'
 SPACED = '[TOOL_CALLS] get_weather [ARGS] {"city": "Paris"} '
 
 CASES = [
@@ -112,6 +126,16 @@ CASES = [
     Case("named", SINGLE, request={"tool_choice": NAMED}, stream="one"),
     Case("parallel_false", PARALLEL, request={"parallel_tool_calls": False}, stream="mixed"),
     Case("spaced", SPACED, stream="small"),
+    # the older grammar (a tokenizer without [ARGS]): cases 273-279
+    Case("v3_list", V3_LIST, model=OLDER),
+    Case("v3_object", V3_OBJECT, model=OLDER),
+    Case("v3_tool_choice_none", V3_NONE, model=OLDER, request={"tool_choice": "none"}),
+    Case("v3_required", V3_BARE, model=OLDER, request={"tool_choice": "required"}),
+    Case("v3_list", V3_LIST, model=OLDER, stream="small"),
+    Case("v3_tool_choice_none", V3_NONE, model=OLDER, request={"tool_choice": "none"},
+         stream="mixed"),
+    Case("v3_required", V3_BARE, model=OLDER, request={"tool_choice": "required"},
+         stream="mixed"),
 ]
 
 
@@ -132,7 +156,8 @@ def encode(tokenizer: Tokenizer, output: str) -> list[int]:
 def record(case: Case, number: int, port: int, tokenizer: Tokenizer) -> dict[str, Any]:
     ids = encode(tokenizer, case.output) + ([EOS] if case.eos else [])
     finish = "stop" if case.eos else "length"
-    chat_request: dict[str, Any] = {"model": MODEL,
+    model = case.model
+    chat_request: dict[str, Any] = {"model": model,
                                     "messages": [{"role": "user", "content": USER}],
                                     **({"tools": TOOLS} if case.tools else {}), **case.request}
     # Mistral 7B v0.1's files carry no chat template (vLLM will not render): its prompt form
@@ -142,17 +167,18 @@ def record(case: Case, number: int, port: int, tokenizer: Tokenizer) -> dict[str
                 "nonstream" if case.stream is None else "stream"]
     slug = f"{number:03d}-mistral-chat-{case.shape}" if case.stream is None else \
         f"{number:03d}-mistral-chat-stream-{case.shape}-{case.stream}"
-    out: dict[str, Any] = {"name": slug, "model": MODEL,
-                           "endpoint": "/v1/chat/completions/derender", "server_flags": FLAGS}
+    out: dict[str, Any] = {"name": slug, "model": model,
+                           "endpoint": "/v1/chat/completions/derender",
+                           "server_flags": FLAGS[model]}
     request_id = f"pub-{number:03d}-{'pn' if case.stream is None else 'ps'}"
     if case.stream is None:
-        body = {"model": MODEL, "generate_response": {
+        body = {"model": model, "generate_response": {
             "request_id": request_id, "prompt_token_ids": prompt,
             "choices": [{"index": 0, "token_ids": ids, "finish_reason": finish}]},
             "prompt_tokens": len(prompt), "chat_request": chat_request}
         status, response = post(port, "/v1/chat/completions/derender", body)
         out.update(kind="nonstream" if status == 200 else "error", features=sorted(features),
-                   description=f"mistral tool and reasoning parsers, non-streaming, output "
+                   description=f"mistral {PARSERS[model]}, non-streaming, output "
                                f"shape {case.shape!r}. Raw output text: {case.output!r}",
                    calls=[{"request": body, "status": status, "response": response}])
         return out
@@ -179,7 +205,7 @@ def record(case: Case, number: int, port: int, tokenizer: Tokenizer) -> dict[str
     chunks: list[dict[str, Any]] = []
     state = None
     for chunk in engine:
-        body = {"stream": True, "model": MODEL, "generate_chunk": chunk,
+        body = {"stream": True, "model": model, "generate_chunk": chunk,
                 "prompt_token_ids": prompt, "prompt_tokens": len(prompt),
                 "chat_request": chat_request}
         chunks.append(json.loads(json.dumps(body)))
@@ -193,17 +219,21 @@ def record(case: Case, number: int, port: int, tokenizer: Tokenizer) -> dict[str
     features.append(f"chunks:{case.stream}")
     out.update(kind="stream" if all(c["status"] == 200 for c in calls) else "error",
                features=sorted(features),
-               description=f"mistral tool and reasoning parsers, streaming ({case.stream}: "
+               description=f"mistral {PARSERS[model]}, streaming ({case.stream}: "
                            f"{sizes}), shape {case.shape!r}. Raw output text: {case.output!r}",
                calls=calls, chunks=chunks)
     return out
 
 
 def main() -> None:
-    port = int(sys.argv[1])
-    tokenizer = Tokenizer.from_file(str(TOKENIZER))
+    ports = {MODEL: int(sys.argv[1]), OLDER: int(sys.argv[2])}
+    tokenizers = {name: Tokenizer.from_file(str(ROOT / "tests" / "models" / name /
+                                                "tokenizer.json")) for name in ports}
+    only = set(sys.argv[3:])
     for offset, case in enumerate(CASES):
-        case_json = record(case, FIRST + offset, port, tokenizer)
+        if only and str(FIRST + offset) not in only:
+            continue
+        case_json = record(case, FIRST + offset, ports[case.model], tokenizers[case.model])
         path = FIXTURES / f"{case_json['name']}.json"
         path.write_text(layout(case_json), encoding="utf-8")
         print(path.name, case_json["kind"], len(case_json["calls"]))

@@ -15,7 +15,11 @@ from derender.app.main import create_app
 from derender.core.registry import ModelRegistry, ServedModel, load_vocabulary, read_model_info
 from derender.core.vocab import Vocabulary
 from derender.settings import Settings
-from tests.tokenizer_variants import derive_llama31_tools, derive_mistral_tools
+from tests.tokenizer_variants import (
+    derive_llama31_tools,
+    derive_mistral_tools,
+    derive_mistral_tools_v3,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 LAYER_MODELS = ROOT / "layers" / "tokenizers"
@@ -23,9 +27,10 @@ TEST_MODELS = ROOT / "tests" / "models"
 FIXTURES = ROOT / "tests" / "fixtures" / "vllm-0.33"
 
 MODEL_NAMES = ("qwen3", "mistral-7b", "deepseek-v3", "gpt2", "llama3.1", "llama3.1-tools",
-               "mistral-tools")
+               "mistral-tools", "mistral-tools-v3")
 DERIVED = {"llama3.1-tools": ("llama3.1", derive_llama31_tools),
-           "mistral-tools": ("mistral-7b", derive_mistral_tools)}
+           "mistral-tools": ("mistral-7b", derive_mistral_tools),
+           "mistral-tools-v3": ("mistral-7b", derive_mistral_tools_v3)}
 """Test models whose tokenizer files are derived from another's (tests/tokenizer_variants.py)."""
 
 

@@ -258,3 +258,117 @@ def test_mistral_stream_folds_to_message(both: Any, data: st.DataObject) -> None
         want = written[:1] if request.get("parallel_tool_calls") is False else written
         got = [[c["function"]["name"], json.loads(c["function"]["arguments"])] for c in calls]
         assert got == json.loads(json.dumps(want))
+
+
+# --------------------------------------------------------------------------- the older grammar
+
+OLDER = "mistral-tools-v3"
+OLDER_CONTEXT = ToolContext(spell={"[TOOL_CALLS]": "\ue0f0", "[ARGS]": "[ARGS]"})
+"""A vocabulary with ``[TOOL_CALLS]`` (its stand-in) but not ``[ARGS]``."""
+
+
+def run_older(text: str, size: int = 0, context: ToolContext = OLDER_CONTEXT
+              ) -> tuple[str, list[tuple[str, str]]]:
+    text = text.replace("[TOOL_CALLS]", "\ue0f0")
+    state = mistral.FORMAT.start()
+    content = ""
+    calls: dict[int, list[str]] = {}
+    pieces = [text[i:i + size] for i in range(0, len(text), size)] if size else [text]
+    for k, piece in enumerate([*pieces, ""]):
+        out, deltas, state = mistral.FORMAT.feed(state, piece, k == len(pieces), context)
+        content += out
+        for delta in deltas:
+            entry = calls.setdefault(delta.index, ["", ""])
+            entry[0] += delta.name or ""
+            entry[1] += delta.arguments
+    return content, [(name, json.dumps(json.loads(args))) for name, args in
+                     (calls[i] for i in sorted(calls))]
+
+
+OLDER_RULES = [
+    ('[TOOL_CALLS][{"name": "a", "arguments": {"x": 1}}]', "", [("a", '{"x": 1}')]),
+    ('Sure. [TOOL_CALLS] [{"name": "a", "arguments": {"x": "}]"}}, {"arguments": {}, '
+     '"name": "b"}, 7, {"name": "c"}] and text [TOOL_CALLS][{"name": "d", "arguments": {}}]',
+     "Sure. ", [("a", '{"x": "}]"}'), ("b", "{}"), ("c", "{}")]),
+    ('[TOOL_CALLS][TOOL_CALLS]{"name": "a", "arguments": {"x": [1, {"y": null}]}} more', "",
+     [("a", '{"x": [1, {"y": null}]}')]),
+    ("Hi [TOOL_CALLS]not json", "Hi not json", []),
+    ('[{"name": "a", "arguments": {}}]', '[{"name": "a", "arguments": {}}]', []),
+]
+
+
+@pytest.mark.parametrize(("text", "content", "calls"), OLDER_RULES)
+def test_older_grammar_rules(text: str, content: str, calls: list[tuple[str, str]]) -> None:
+    for size in (0, 1, 2, 3, 7):
+        assert run_older(text, size) == (content, calls), size
+
+
+def test_older_grammar_reads_unmarked_json_when_forced() -> None:
+    text = '  [{"name": "a", "arguments": {"x": 1}}]'
+    for context in (ToolContext(required=True, spell=OLDER_CONTEXT.spell),
+                    ToolContext(forced_name="a", spell=OLDER_CONTEXT.spell)):
+        for size in (0, 1, 4):
+            assert run_older(text, size, context) == ("", [("a", '{"x": 1}')])
+
+
+def test_older_grammar_is_the_vocabularys() -> None:
+    assert mistral.older_grammar(lambda m: m == "[TOOL_CALLS]")
+    assert not mistral.older_grammar(lambda m: m in ("[TOOL_CALLS]", "[ARGS]"))
+    assert not mistral.older_grammar(lambda m: False)
+
+
+@pytest.fixture(scope="module")
+def older(client_for: Any) -> Any:
+    return client_for(OLDER, None, "mistral")
+
+
+@st.composite
+def older_outputs(draw: st.DrawFn) -> tuple[list[int | str], list[tuple[str, Any]], bool]:
+    lead = draw(st.sampled_from(["", "", "\n\n", "Sure — 🌦 checking.\n", "[x] {y}"]))
+    parts: list[int | str] = [lead] if lead else []
+    written: list[tuple[str, Any]] = []
+    objects = []
+    for _ in range(draw(st.integers(1, 3))):
+        name = draw(st.sampled_from(TOOL_NAMES))
+        args = draw(st.dictionaries(st.sampled_from(["q", "city", "ß", "k\"q"]),
+                                    json_values(json_strings), max_size=3))
+        written.append((name, args))
+        spelled = draw(json_text(args))
+        objects.append(f'{{"name": "{name}", "arguments": {spelled}}}' if draw(st.integers(0, 3))
+                       else f'{{"arguments": {spelled}, "name": "{name}"}}')
+    bare = len(objects) == 1 and draw(st.booleans())
+    body = objects[0] if bare else "[" + draw(st.sampled_from([", ", ",", ",\n "])).join(
+        objects) + "]"
+    parts += [TOOL_CALLS, draw(st.sampled_from(["", " ", "\n"])) + body]
+    junk = draw(st.sampled_from(["", "", " Hope that helps!", " {oops}"]))
+    if junk:
+        parts.append(junk)
+    return parts, written, draw(st.integers(0, 6)) > 0
+
+
+@settings(PROPS, max_examples=100)
+@given(data=st.data())
+def test_older_mistral_stream_folds_to_message(older: Any, data: st.DataObject) -> None:
+    request = data.draw(requests(), label="chat_request")
+    parts, written, clean = data.draw(older_outputs(), label="output")
+    ids = ids_of(parts)
+    finish = data.draw(st.sampled_from(["stop", "stop", "length"]), label="finish")
+    if not clean:
+        ids = ids[:data.draw(st.integers(1, len(ids)), label="cut")]
+    if finish == "stop":
+        ids.append(EOS)
+    note(f"ids={ids}\ntext={tokenizer(OLDER).decode(ids, skip_special_tokens=False)!r}")
+    rid = f"props-{data.draw(st.integers(0, 10**6), label='rid')}"
+    expected = non_streaming(older, OLDER, ids, finish, PROMPT, request, rid)
+    note(f"message={expected['message']} finish={expected['finish_reason']}")
+    chunks = streaming(older, OLDER, ids, finish, PROMPT, request, rid,
+                       data.draw(chunkings(len(ids)), label="chunking"))
+    check_equal(fold(chunks, request), expected, ids, request, finish)
+    calls = expected["message"].get("tool_calls") or []
+    event(f"calls: {len(calls)}")
+    auto = bool(request.get("tools")) and request.get("tool_choice", "auto") == "auto"
+    if clean and auto:
+        event("written calls checked")
+        want = written[:1] if request.get("parallel_tool_calls") is False else written
+        got = [[c["function"]["name"], json.loads(c["function"]["arguments"])] for c in calls]
+        assert got == json.loads(json.dumps(want))

@@ -76,3 +76,10 @@ def derive_added_tokens(source: Path, target: Path, added: tuple[str, ...]) -> b
 
 def derive_mistral_tools(source: Path, target: Path) -> bool:
     return derive_added_tokens(source, target, MISTRAL_TOOLS_ADDED)
+
+
+def derive_mistral_tools_v3(source: Path, target: Path) -> bool:
+    """``mistral-tools-v3``: ``mistral-7b`` with ``[TOOL_CALLS]`` alone at 32000, as Mistral's
+    tokenizers before v11 have it without ``[ARGS]``: vLLM's ``mistral`` parser then reads the
+    older grammar, a JSON list of calls after the marker."""
+    return derive_added_tokens(source, target, MISTRAL_TOOLS_ADDED[:1])

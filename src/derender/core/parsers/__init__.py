@@ -118,8 +118,11 @@ def parser_settings(reasoning_parser: str | None, tool_parser: str | None,
     choice: Any = request.tool_choice
     named = isinstance(choice, dict)
     forced = named or choice == "required"
+    under_none = tool_parser in PARSED_UNDER_NONE and not (
+        tool_parser == "mistral"
+        and mistral.older_grammar(lambda m: vocab.token_id(m) is not None))
     tools = (tool_parser is not None and bool(request.tools)
-             and (choice != "none" or tool_parser in PARSED_UNDER_NONE))
+             and (choice != "none" or under_none))
     keep = forced or (choice == "auto" and tools)
     return ParserSettings(
         reasoning=reasoning.FORMATS[reasoning_parser] if reasoning_parser else None,

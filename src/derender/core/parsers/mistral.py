@@ -1,4 +1,4 @@
-"""The ``mistral`` tool-call format (Mistral, Mixtral, Magistral, Devstral with tokenizer v11+):
+"""The ``mistral`` tool-call format (Mistral, Mixtral, Magistral, Devstral; tokenizer v11+):
 ``[TOOL_CALLS]name[ARGS]{…}`` per call, or ``[TOOL_CALLS]name{…}``, several calls one after
 the other, each after its own ``[TOOL_CALLS]``.
 
@@ -19,17 +19,32 @@ serves both modes alike (design §6) the way vLLM's non-streaming answer reads t
   (``json_value.scan``), and what follows up to the next ``[TOOL_CALLS]`` is dropped; other
   arguments stream as written, their trailing whitespace dropped; none at all are ``{}``.
 
-State: the mode, a short holdback (leading whitespace, the name, trailing whitespace), the
-call counter, the spoke flag and the JSON scanner.
+With a vocabulary that has ``[TOOL_CALLS]`` but not ``[ARGS]`` (tokenizers before v11: Mistral
+7B v0.3, Mixtral 8x22B, Nemo) vLLM reads the older grammar instead, a JSON list of
+``{"name": …, "arguments": …}`` objects (or one bare object) after ``[TOOL_CALLS]``, without
+streaming the first JSON value after the marker. Here: an object whose head
+``{"name": "…", "arguments":`` is read within ``MAX_HEAD`` characters streams its arguments;
+one with its keys in another order is read whole if it closes within ``MAX_HEAD``; listed
+values that are no calls are skipped; after the list (or the bare object) everything is
+dropped; text after the marker that is not JSON is content. Under ``tool_choice``
+"required" or a named function the unmarked list (the JSON-schema output) is read too.
+
+State: the mode, a short holdback (leading whitespace, the name, trailing whitespace, an object
+head), the call counter, the spoke, nameless and listed flags and the JSON scanner.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
+import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from derender.core.markers import earliest, pending_prefix
-from derender.core.parsers.json_value import ValueScan, scan
+from derender.core.parsers.json_value import STRING_PATTERN, ValueScan, scan
+from derender.core.parsers.llama3_json import _could_be_head
 from derender.core.parsers.tools import ToolCallDelta, ToolContext, ToolFormat, ToolState, merge
 from derender.core.state_codec import Reader, Writer
 
@@ -42,6 +57,13 @@ MAX_TRAILING_SPACE = 256
 """Whitespace at the end of non-JSON arguments held back to be dropped at their end."""
 
 CONTENT, NAME, ARGS_START, JSON, RAW, AFTER = range(6)
+LIST_START, LIST, OBJECT, LIST_ARGS, TAIL, DONE = range(6, 12)
+"""Modes of the older grammar (tokenizers without ``[ARGS]``): ``[TOOL_CALLS]`` then a JSON
+list of ``{"name": …, "arguments": …}`` objects (or one bare object)."""
+MAX_HEAD = 512
+"""Characters of a listed object read before it must be known as a call."""
+_W = "[ \t\n\r]*"
+_HEAD = re.compile(rf'\{{{_W}"name"{_W}:{_W}{STRING_PATTERN}{_W},{_W}"arguments"{_W}:{_W}')
 
 _ALPHANUMERIC = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 
@@ -61,15 +83,19 @@ class MistralState(ToolState):
     nameless: bool = False
     """The call being read has an empty name: it is a call (named ``""``, as vLLM returns it)
     only once it has arguments."""
+    listed: bool = False
+    """Older grammar: the calls are a JSON list (else one bare object)."""
 
 
 def feed(state: MistralState, text: str, final: bool, context: ToolContext
          ) -> tuple[str, list[ToolCallDelta], MistralState]:
     """Content and tool-call deltas of new text; ``final`` settles what was held back."""
     tc, args = context.spelled(TOOL_CALLS), context.spelled(ARGS)
+    older = args == ARGS and tc != TOOL_CALLS  # the vocabulary has [TOOL_CALLS], not [ARGS]
+    forced = context.required or context.forced_name is not None
     buffer = state.held + text
     mode, calls, spoke, scanner = state.mode, state.calls, state.spoke, state.scan
-    nameless = state.nameless
+    nameless, listed = state.nameless, state.listed
     content: list[str] = []
     deltas: list[ToolCallDelta] = []
     held = ""
@@ -91,6 +117,9 @@ def feed(state: MistralState, text: str, final: bool, context: ToolContext
     while True:
         if mode == CONTENT:
             found = earliest(buffer, (tc,))
+            if older and forced and not spoke and calls == 0 and buffer.lstrip()[:1] in ("[", "{"):
+                mode, buffer = LIST_START, buffer.lstrip()  # the JSON-schema output, unmarked
+                continue
             if found is None:
                 hold = 0 if final else pending_prefix(buffer, (tc,))
                 out = buffer[:len(buffer) - hold]
@@ -104,7 +133,64 @@ def feed(state: MistralState, text: str, final: bool, context: ToolContext
             if spoke or before.strip():
                 content.append(before)
                 spoke = True
-            mode, buffer = NAME, buffer[found[0] + len(tc):]
+            mode, buffer = (LIST_START if older else NAME), buffer[found[0] + len(tc):]
+        elif mode == LIST_START:  # older grammar: after [TOOL_CALLS]
+            rest = buffer.lstrip()
+            if rest.startswith(tc):  # markers one after the other count as one
+                buffer = rest[len(tc):]
+            elif not rest:
+                break
+            elif rest[0] in "[{":
+                listed = rest[0] == "["
+                mode, buffer = (LIST if listed else OBJECT), rest[1:] if listed else rest
+            else:  # no JSON: the text is content
+                mode, buffer = CONTENT, rest
+        elif mode == LIST:  # between listed objects
+            rest = buffer.lstrip(" \t\n\r,")
+            if not rest:
+                break
+            if rest[0] == "]":
+                mode, buffer = DONE, rest
+            elif rest[0] == "{":
+                mode, buffer = OBJECT, rest
+            else:  # a listed value that is no object: skipped
+                mode, buffer, scanner = TAIL, rest, ValueScan()
+        elif mode == OBJECT:
+            match = _HEAD.match(buffer)
+            if match is not None and match.end() <= MAX_HEAD:
+                start_call(json.loads(f'"{match.group(1)}"'), "")
+                mode, buffer, scanner = LIST_ARGS, buffer[match.end():], ValueScan()
+                continue
+            if not final and len(buffer) < MAX_HEAD and _could_be_head(buffer):
+                held = buffer
+                break
+            end, _ = scan(ValueScan(), buffer[:MAX_HEAD])
+            if end is None and not final and len(buffer) < MAX_HEAD:
+                held = buffer
+                break
+            call = None if end is None else _whole_call(buffer[:end])
+            if call is not None:
+                start_call(call[0], "")
+                add(call[1])
+            mode = LIST if end is not None and listed else DONE
+            buffer = buffer[end:] if end is not None else ""
+        elif mode == LIST_ARGS:
+            started = scanner.started
+            end, scanner = scan(scanner, buffer)
+            piece = buffer if end is None else buffer[:end]
+            if not started:
+                piece = piece.lstrip()
+            add(piece)
+            if end is None:
+                break
+            mode, buffer, scanner = TAIL, buffer[end:], ValueScan(started=True, depth=1)
+        elif mode == TAIL:  # the rest of the call's object (or a listed value skipped)
+            end, scanner = scan(scanner, buffer)
+            if end is None:
+                break
+            mode, buffer, scanner = (LIST if listed else DONE), buffer[end:], ValueScan()
+        elif mode == DONE:  # after the calls' JSON everything is dropped
+            break
         elif mode == NAME:
             found = earliest(buffer, (tc, args, "{"))
             if found is None:
@@ -168,7 +254,7 @@ def feed(state: MistralState, text: str, final: bool, context: ToolContext
                 break
             mode, buffer = NAME, buffer[found[0] + len(tc):]
     return ("".join(content), merge(deltas),
-            MistralState(mode, held, calls, spoke, scanner, nameless))
+            MistralState(mode, held, calls, spoke, scanner, nameless, listed))
 
 
 def call_id(request_id: str, choice_index: int, call_index: int) -> str:
@@ -189,17 +275,40 @@ def _encode(state: MistralState, w: Writer) -> None:
     w.text(state.held)
     w.uint(state.calls)
     w.uint(state.spoke | scan_.started << 1 | scan_.in_string << 2 | scan_.escaped << 3
-           | scan_.scalar << 4 | state.nameless << 5)
+           | scan_.scalar << 4 | state.nameless << 5 | state.listed << 6)
     w.uint(scan_.depth)
 
 
 def _decode(r: Reader) -> MistralState:
     mode, held, calls, bits, depth = r.uint(), r.text(), r.uint(), r.uint(), r.uint()
-    if mode > AFTER or bits >> 6:
+    if mode > DONE or bits >> 7:
         raise ValueError("malformed mistral state")
     return MistralState(mode, held, calls, bool(bits & 1), ValueScan(
         started=bool(bits & 2), depth=depth, in_string=bool(bits & 4), escaped=bool(bits & 8),
-        scalar=bool(bits & 16)), bool(bits & 32))
+        scalar=bool(bits & 16)), bool(bits & 32), bool(bits & 64))
 
 
 FORMAT = ToolFormat("mistral", 24, MistralState, MistralState, feed, _encode, _decode)
+
+
+def _whole_call(region: str) -> tuple[str, str] | None:
+    """Name and arguments of a listed object that is a call with its keys in any order (as
+    vLLM reads it: a missing or non-string name is ``""``, missing arguments ``{}``)."""
+    try:
+        call: Any = json.loads(region)
+    except ValueError:
+        return None
+    if not isinstance(call, dict) or not ("name" in call or "arguments" in call):
+        return None
+    name, arguments = call.get("name"), call.get("arguments")
+    if arguments is None:
+        arguments = "{}"
+    elif not isinstance(arguments, str):
+        arguments = json.dumps(arguments, ensure_ascii=False)
+    return (name if isinstance(name, str) else ""), arguments
+
+
+def older_grammar(has_token: Callable[[str], bool]) -> bool:
+    """The vocabulary has ``[TOOL_CALLS]`` but not ``[ARGS]`` (Mistral's tokenizers before
+    v11): calls are a JSON list, and vLLM leaves them unparsed under ``tool_choice`` "none"."""
+    return has_token(TOOL_CALLS) and not has_token(ARGS)
