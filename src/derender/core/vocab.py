@@ -35,7 +35,9 @@ REPLACEMENT_CHAR = "\ufffd"
 DECODE_SPEC_VERSION = 1
 
 MARKUP = ("<think>", "</think>", "<tool_call>", "</tool_call>", "<|im_start|>", "<|im_end|>",
-          "<|python_tag|>", "[TOOL_CALLS]", "[ARGS]", "[THINK]", "[/THINK]")
+          "<|python_tag|>", "[TOOL_CALLS]", "[ARGS]", "[THINK]", "[/THINK]",
+          "<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>", "<｜tool▁call▁begin｜>",
+          "<｜tool▁call▁end｜>", "<｜tool▁sep｜>")
 """Parser markers. Where the vocabulary has one as a single token, parsers match that token,
 not the same characters spelled by ordinary tokens (a model writing about ``<tool_call>``)."""
 RESTORE_MARKUP = {0xE000 + i: marker for i, marker in enumerate(MARKUP)}

@@ -14,6 +14,7 @@ from typing import Any
 
 from derender.core.errors import BadRequestError
 from derender.core.parsers import (
+    deepseek,
     hermes,
     llama3_json,
     mistral,
@@ -28,7 +29,7 @@ from derender.protocol import ChatRequest
 
 TOOL_FORMATS: dict[str, ToolFormat[Any]] = {
     fmt.name: fmt for fmt in (hermes.FORMAT, llama3_json.FORMAT, pythonic.FORMAT,
-                              mistral.FORMAT, qwen3_coder.FORMAT)}
+                              deepseek.V3, deepseek.V31, mistral.FORMAT, qwen3_coder.FORMAT)}
 """The tool-call formats, by the name vLLM's ``--tool-call-parser`` gives them."""
 FORMATS_BY_TAG: dict[int, ToolFormat[Any]] = {fmt.tag: fmt for fmt in TOOL_FORMATS.values()}
 if len(FORMATS_BY_TAG) != len(TOOL_FORMATS):

@@ -1,0 +1,223 @@
+"""The DeepSeek tool-call formats: ``deepseek_v3`` (DeepSeek V3, R1-0528) and ``deepseek_v31``
+(DeepSeek V3.1, V3.2), as vLLM 0.33's ``DeepSeekV3ToolParser`` and ``DeepSeekV31ToolParser``
+read them. Calls are wrapped in marker tokens, matched by id (``vocab.MARKUP``)::
+
+    deepseek_v3:  <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME
+                  ```json
+                  {…}
+                  ```<｜tool▁call▁end｜>…<｜tool▁calls▁end｜>
+    deepseek_v31: <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>NAME<｜tool▁sep｜>{…}
+                  <｜tool▁call▁end｜>… (no line break before the end marker)
+
+One machine for both modes (design §6), following vLLM's non-streaming reading:
+
+- before ``<｜tool▁calls▁begin｜>`` text is content (whitespace alone before it is not); output
+  without it is all content, any other marker included;
+- after it only calls are read and other text is dropped; for ``deepseek_v3`` the text after
+  ``<｜tool▁calls▁end｜>`` is content again (vLLM: after the last one), for ``deepseek_v31`` it
+  is dropped (calls after it are still read, as vLLM's ``findall`` does);
+- a call's name is sent once its head is read (v3: the type, ``<｜tool▁sep｜>``, the name line
+  and the ```` ```json ```` fence; v3.1: the name and ``<｜tool▁sep｜>``), then its arguments
+  stream as written, raw, to ``<｜tool▁call▁end｜>`` (v3: less the closing fence); a head that
+  does not read within ``MAX_HEAD`` characters makes the call unreadable and it is dropped;
+- a call cut short (by the end of the output, the next call or the end of the calls) keeps
+  the arguments read so far; vLLM returns no call then.
+
+State: the mode, a short holdback (at most a head), the call counter and two flags.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from derender.core.markers import earliest, pending_prefix
+from derender.core.parsers.tools import ToolCallDelta, ToolContext, ToolFormat, ToolState, merge
+from derender.core.state_codec import Reader, Writer
+
+CALLS_BEGIN, CALLS_END = "<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>"
+CALL_BEGIN, CALL_END, SEP = "<｜tool▁call▁begin｜>", "<｜tool▁call▁end｜>", "<｜tool▁sep｜>"
+MARKERS = (CALLS_BEGIN, CALLS_END, CALL_BEGIN, CALL_END, SEP)
+FENCE_OPEN, FENCE_CLOSE = "\n```json\n", "\n```"
+MAX_HEAD = 512
+"""Characters of a call read before its head (up to its arguments) must be known."""
+MAX_LEADING_SPACE = 256
+"""Whitespace before the calls that is dropped with them; more is content (it is then text
+like any other, so a stream and the whole output agree on it)."""
+
+CONTENT, CALLS, HEAD, ARGS, SKIP = "content", "calls", "head", "args", "skip"
+MODES = (CONTENT, CALLS, HEAD, ARGS, SKIP)
+
+
+@dataclass(frozen=True, slots=True)
+class DeepSeekState(ToolState):
+    mode: str = CONTENT
+    held: str = ""
+    calls: int = 0
+    """Calls started so far (the next call's index)."""
+    spoke: bool = False
+    """Content other than whitespace was emitted."""
+    opened: bool = False
+    """``<｜tool▁calls▁begin｜>`` was read (whitespace alone is then never content)."""
+    lead: str = ""
+    """deepseek_v3: the whitespace before the calls, content if text follows them."""
+
+
+@dataclass(frozen=True, slots=True)
+class DeepSeekV3State(DeepSeekState):
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class DeepSeekV31State(DeepSeekState):
+    pass
+
+
+def _head_v3(head: str, m: dict[str, str]) -> tuple[str, int] | bool:
+    """``TYPE<sep>NAME`` line and the fence: (name, length read); True: read on; False: no."""
+    line_end = head.find("\n")
+    stop = earliest(head, (m[CALL_END], m[CALL_BEGIN], m[CALLS_END]))
+    if stop is not None and (line_end < 0 or stop[0] < line_end):
+        return False
+    if line_end < 0:
+        return True
+    line = head[:line_end]
+    sep = line.rfind(m[SEP])  # vLLM's type is greedy: the name follows the last separator
+    if sep < 0:
+        return False
+    fence = head[line_end:line_end + len(FENCE_OPEN)]
+    if not FENCE_OPEN.startswith(fence):
+        return False
+    if len(fence) < len(FENCE_OPEN):
+        return True
+    name = line[sep + len(m[SEP]):]
+    return (name, line_end + len(FENCE_OPEN)) if name else False
+
+
+def _head_v31(head: str, m: dict[str, str]) -> tuple[str, int] | bool:
+    """``NAME<sep>``: (name, length read); True: read on; False: no."""
+    stop = earliest(head, ("\n", m[SEP], m[CALL_END], m[CALL_BEGIN], m[CALLS_END]))
+    if stop is None:
+        return True
+    at, marker = stop
+    if marker != m[SEP] or at == 0:
+        return False
+    return head[:at], at + len(marker)
+
+
+def _feed(state: DeepSeekState, text: str, final: bool, context: ToolContext, v3: bool
+          ) -> tuple[str, list[ToolCallDelta], tuple[str, str, int, bool, bool, str]]:
+    """Content and tool-call deltas of new text, and the next state's fields."""
+    m = {marker: context.spelled(marker) for marker in MARKERS}
+    buffer = state.held + text
+    mode, calls, spoke, opened = state.mode, state.calls, state.spoke, state.opened
+    lead = state.lead
+    content: list[str] = []
+    deltas: list[ToolCallDelta] = []
+    held = ""
+    ends = (m[CALL_BEGIN], m[CALL_END], m[CALLS_END]) if v3 else (m[CALL_BEGIN], m[CALL_END])
+    while buffer:
+        if mode == CONTENT:
+            found = earliest(buffer, (m[CALLS_BEGIN],))
+            if found is None:
+                hold = 0 if final else pending_prefix(buffer, (m[CALLS_BEGIN],))
+                out = buffer[:len(buffer) - hold]
+                if not spoke and not out.strip() and len(out) <= MAX_LEADING_SPACE:
+                    if final and opened:
+                        out = ""  # whitespace around the calls is no content
+                    elif not final:
+                        hold, out = len(buffer), ""  # whitespace may precede the calls
+                content.append(out)
+                spoke = spoke or bool(out.strip()) or len(out) > MAX_LEADING_SPACE
+                held = buffer[len(buffer) - hold:]
+                break
+            before = buffer[:found[0]]
+            if spoke or before.strip() or len(before) > MAX_LEADING_SPACE:
+                content.append(before)
+                spoke = True
+            elif v3 and not opened:
+                lead = before
+            mode, opened, buffer = CALLS, True, buffer[found[0] + len(found[1]):]
+        elif mode in (CALLS, SKIP):  # between calls (or in an unreadable one): dropped
+            found = earliest(buffer, ends)
+            if found is None:
+                held = "" if final else buffer[len(buffer) - pending_prefix(buffer, ends):]
+                break
+            at, marker = found
+            buffer = buffer[at + len(marker):]
+            mode = HEAD if marker == m[CALL_BEGIN] else CALLS
+            if marker == m[CALLS_END]:  # v3: text after the calls is content again
+                mode, buffer, lead = CONTENT, ("" if spoke else lead) + buffer, ""
+        elif mode == HEAD:
+            head = (_head_v3 if v3 else _head_v31)(buffer, m)
+            if head is True and not final and len(buffer) < MAX_HEAD:
+                held = buffer
+                break
+            if isinstance(head, tuple) and head[1] <= MAX_HEAD:
+                deltas.append(ToolCallDelta(calls, head[0], ""))
+                calls += 1
+                mode, buffer = ARGS, buffer[head[1]:]
+            else:
+                mode = SKIP  # not a call we can read: dropped to its end
+        else:  # ARGS: raw up to the call's end (v3: less the closing fence)
+            stops = (m[CALL_END], m[CALLS_END], m[CALL_BEGIN])
+            found = earliest(buffer, stops)
+            if found is not None:  # the call's end; or, cut short, the calls' or the next
+                at, marker = found
+                piece = buffer[:at]
+                if v3 and piece.endswith(FENCE_CLOSE):
+                    piece = piece[:-len(FENCE_CLOSE)]
+                buffer = buffer[at + len(marker):]
+                mode = CALLS if marker == m[CALL_END] else HEAD if marker == m[CALL_BEGIN] \
+                    else CONTENT if v3 else CALLS
+                if mode == CONTENT:
+                    buffer, lead = ("" if spoke else lead) + buffer, ""
+            else:
+                closes = stops + tuple(FENCE_CLOSE + stop for stop in stops) if v3 else stops
+                hold = 0 if final else pending_prefix(buffer, closes)
+                piece, held = buffer[:len(buffer) - hold], buffer[len(buffer) - hold:]
+                buffer = ""
+            if piece:
+                deltas.append(ToolCallDelta(calls - 1, None, piece))
+    return "".join(content), merge(deltas), (mode, held, calls, spoke, opened, lead)
+
+
+def _feed_v3(state: DeepSeekV3State, text: str, final: bool, context: ToolContext
+             ) -> tuple[str, list[ToolCallDelta], DeepSeekV3State]:
+    content, deltas, fields = _feed(state, text, final, context, True)
+    return content, deltas, DeepSeekV3State(*fields)
+
+
+def _feed_v31(state: DeepSeekV31State, text: str, final: bool, context: ToolContext
+              ) -> tuple[str, list[ToolCallDelta], DeepSeekV31State]:
+    content, deltas, fields = _feed(state, text, final, context, False)
+    return content, deltas, DeepSeekV31State(*fields)
+
+
+def _encode(state: DeepSeekState, w: Writer) -> None:
+    w.uint(MODES.index(state.mode) | state.spoke << 3 | state.opened << 4)
+    w.text(state.held)
+    w.uint(state.calls)
+    w.text(state.lead)
+
+
+def _fields(r: Reader) -> tuple[str, str, int, bool, bool, str]:
+    bits, held, calls, lead = r.uint(), r.text(), r.uint(), r.text()
+    if bits >> 5 or bits & 7 >= len(MODES) or len(held) > MAX_HEAD + MAX_LEADING_SPACE \
+            or len(lead) > MAX_LEADING_SPACE or lead.strip():
+        raise ValueError("malformed deepseek state")
+    return MODES[bits & 7], held, calls, bool(bits & 8), bool(bits & 16), lead
+
+
+def _decode_v3(r: Reader) -> DeepSeekV3State:
+    return DeepSeekV3State(*_fields(r))
+
+
+def _decode_v31(r: Reader) -> DeepSeekV31State:
+    return DeepSeekV31State(*_fields(r))
+
+
+V3 = ToolFormat("deepseek_v3", 20, DeepSeekV3State, DeepSeekV3State, _feed_v3, _encode,
+                _decode_v3)
+V31 = ToolFormat("deepseek_v31", 21, DeepSeekV31State, DeepSeekV31State, _feed_v31, _encode,
+                 _decode_v31)
+"""Tags 20 and 21 (this module's range, apart from the other formats')."""
