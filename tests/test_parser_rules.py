@@ -24,6 +24,7 @@ from typing import Any
 
 import pytest
 
+from derender.core.parsers import hermes
 from tests.conftest import tokenizer
 
 CHAT = "/v1/chat/completions/derender"
@@ -619,3 +620,24 @@ def test_a_call_name_that_is_not_a_json_string_is_unreadable(qwen: Any, name: st
     assert fields(choice) == ("<tool_call>" + text + "</tool_call>", "x", 0, "stop")
     folded, _ = stream_fold(qwen, ids, OPEN_PROMPT, per_chunk=2, tools=TOOLS)
     assert (folded["content"], folded["calls"]) == ("<tool_call>" + text + "</tool_call>", {})
+
+
+@pytest.mark.parametrize("spaces", [0, 1, 255, 256, 257, 300, 600])
+@pytest.mark.parametrize("forced", [False, True])
+def test_leading_whitespace_is_split_invariant(spaces: int, forced: bool) -> None:
+    """Whitespace before the first call is dropped up to MAX_LEADING_SPACE characters and is
+    content past it, however the text is cut into chunks (the stream state stays bounded, so
+    a stream cannot hold more; the whole text must then agree with it)."""
+    call = '<tool_call>{"name": "f", "arguments": {"a": 1}}</tool_call>'
+    text = " " * spaces + ("" if forced else call)  # forced: tool_choice "required"
+    whole, calls, _ = hermes.feed(hermes.HermesState(), text, True, required=forced)
+    assert whole == ("" if spaces <= hermes.MAX_LEADING_SPACE else " " * spaces)
+    assert [c.name for c in calls if c.name] == ([] if forced else ["f"])
+    assert "".join(c.arguments for c in calls) == ("" if forced else '{"a": 1}')
+    for step in range(1, 41):
+        state, streamed = hermes.HermesState(), []
+        for start in range(0, len(text), step):
+            out, _, state = hermes.feed(state, text[start:start + step], False, required=forced)
+            streamed.append(out)
+        out, _, state = hermes.feed(state, "", True, required=forced)
+        assert "".join(streamed) + out == whole, (spaces, step)

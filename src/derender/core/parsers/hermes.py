@@ -87,18 +87,19 @@ def feed(state: HermesState, text: str, final: bool, forced_name: str | None = N
             if found is None:
                 hold = 0 if final else pending_prefix(buffer, (open_tag,))
                 out = buffer[:len(buffer) - hold]
-                if not spoke and not out.strip():
+                if not spoke and not out.strip() and len(out) <= MAX_LEADING_SPACE:
                     if final and (forced_name or required):
                         out = ""  # forced tool choice: whitespace alone is no content
-                    elif not final and len(out) <= MAX_LEADING_SPACE:
+                    elif not final:
                         hold = len(buffer)  # whitespace may precede a call: not content then
                         out = ""
                 content.append(out)
-                spoke = spoke or bool(out.strip())
+                # past MAX_LEADING_SPACE, leading whitespace is content, as is all after it
+                spoke = spoke or bool(out.strip()) or len(out) > MAX_LEADING_SPACE
                 held = buffer[len(buffer) - hold:]
                 break
             before = buffer[:found[0]]
-            if spoke or before.strip():
+            if spoke or before.strip() or len(before) > MAX_LEADING_SPACE:
                 content.append(before)
                 spoke = True
             mode, buffer = HEAD, buffer[found[0] + len(open_tag):]
