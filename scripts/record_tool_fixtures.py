@@ -1,30 +1,32 @@
-"""Record the llama3_json and pythonic conformance cases from the real vLLM 0.33 render server.
+"""Record tool-call conformance cases from the real vLLM 0.33 render server.
 
-Usage (two servers on the derived Llama 3.1 tokenizer, see tests/tokenizer_variants.py; its
-model folder holds tests/models/llama3.1-tools/*.json):
+One recorder for every tool-call format; each format's servers and cases are a table in
+``scripts/tool_cases/<FORMAT>.py`` (which says how to start its servers):
 
-    PEER=$HOME/vllm-peer; mkdir -p $PEER/models/llama3.1-tools
-    cp tests/models/llama3.1-tools/*.json $PEER/models/llama3.1-tools/
-    ../shared/peer/start.sh llama3.1-tools 8131 --tool-call-parser llama3_json \
-        --enable-auto-tool-choice
-    ../shared/peer/start.sh llama3.1-tools 8132 --tool-call-parser pythonic \
-        --enable-auto-tool-choice
-    .venv/bin/python scripts/record_tool_fixtures.py 8131 8132
+    .venv/bin/python scripts/record_tool_fixtures.py FORMAT PORT... [--only N...] [--into DIR]
+
+FORMAT is ``llama3`` (llama3_json and pythonic, cases 128-171), ``deepseek`` (200-237),
+``mistral`` (240-279) or ``qwen3_coder`` (280-310); one PORT per server of the format, in the
+order its table lists them. ``--only`` records just the cases so numbered, ``--into`` writes
+somewhere other than tests/fixtures/vllm-0.33/.
 
 Each case is a hand-written model output, encoded with the tokenizer (special tokens such as
-``<|python_tag|>`` become their ids), followed by an EOS id (or none, finish "length"); the
-prompt ids are the server's own render of the request. Streams are split into chunks by a
-seeded generator. Cases are written to tests/fixtures/vllm-0.33/ in the corpus format,
-numbered from FIRST.
+``<|python_tag|>`` become their ids; a format may encode otherwise), followed by an EOS id (or
+none, finish "length"); the prompt ids are the server's own render of the request (or the
+format's own prompt). Streams are split into chunks by a generator seeded with the case
+number. Cases are written in the corpus format, numbered from the format's FIRST.
 """
 
 from __future__ import annotations
 
+import argparse
+import importlib
 import json
 import random
 import sys
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,10 +35,7 @@ from tokenizers import Tokenizer
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures" / "vllm-0.33"
-MODEL = "llama3.1-tools"
-TOKENIZER = ROOT / "tests" / "models" / MODEL / "tokenizer.json"
-FIRST = 128
-EOT, EOM = 128009, 128008
+DERENDER = "/v1/chat/completions/derender"
 
 WEATHER = {"type": "function", "function": {
     "name": "get_weather", "description": "Get the current weather for a city",
@@ -55,101 +54,59 @@ USER = "What's the weather in Paris? Take a note too."
 
 
 @dataclass
+class Server:
+    """One peer server of a format, and what its recordings say about it."""
+
+    model: str
+    flags: list[str]
+    """The recorded ``server_flags``."""
+    label: str
+    """Names its parsers in descriptions: "<label>, non-streaming, …"."""
+    slug: str
+    """Names its files: "NNN-<slug>-chat-…"."""
+    features: tuple[str, ...]
+    tokenizer: Path
+
+
+@dataclass
 class Case:
-    parser: str
+    server: str
+    """A key of the format's ``servers``."""
     shape: str
     output: str
-    eos: int | None = EOT
+    eos: int | None
+    """The EOS id appended to the output; None: none, finish "length"."""
     request: dict[str, Any] = field(default_factory=dict)
     stream: str | None = None
     """None: non-streaming; else the chunking ("one", "small", "mixed")."""
     usage_chunk: bool = False
     finish_alone: bool = False
-    features: tuple[str, ...] = ()
+    tools: bool = True
+    kind: str = "tool_call"
+    """The feature naming what the output holds ("tool_call", "reasoning")."""
 
 
-LLAMA_SINGLE = '{"name": "get_weather", "parameters": {"city": "Paris", "unit": "c"}}'
-LLAMA_PARALLEL = ('<|python_tag|>{"name": "get_weather", "arguments": {"city": "Zürich"}}; '
-                  '{"name": "get_weather", "parameters": {"city": "東京", "unit": "c"}}')
-LLAMA_NESTED = ('{"name": "create_note", "parameters": {"title": "Zürich \\ud83c\\udf26 trip", '
-                '"body": "line1\\nline2 \\"quoted\\" 東京 🌦", "tags": ["travel", "天気"], '
-                '"meta": {"priority": 2, "nested": {"ok": true, "ratio": -0.25, "none": null}}}}')
-LLAMA_BEFORE = ('Let me check the weather for you.\n\n'
-                '{"name": "get_weather", "parameters": {"city": "Paris"}}')
-LLAMA_LIST = ('[{"name": "get_weather", "parameters": {"city": "Paris"}}, '
-              '{"name": "create_note", "parameters": {"title": "Paris trip"}}]')
-LLAMA_NO_NAME = '{"city": "Paris", "unit": "c"}'
-LLAMA_BRACES = "Use the {city} placeholder in your template, e.g. {\"city\": \"Paris\"}."
-LLAMA_TRUNCATED = '{"name": "get_weather", "parameters": {"city": "Par'
+def encode_plain(tokenizer: Tokenizer, output: str) -> list[int]:
+    return list(tokenizer.encode(output, add_special_tokens=False).ids)
 
-PY_SINGLE = "[get_weather(city='Paris', unit='c')]"
-PY_PARALLEL = ('[get_weather(city="Zürich"), get_weather(city=\'東京\', unit=None), '
-               "create_note(title='Trip', tags=['x', \"y\"])]")
-PY_LITERALS = ("[create_note(title='He said \"hi\" 🌦', body='line1\\nline2\\ttab \\u00df', "
-               "tags=('a', 'ß'), meta={'priority': 2, 'nested': {'ok': True, 'ratio': -0.25, "
-               "'none': None, 1: false}}, count=1_000, scale=-1.5e3)]")
-PY_BEFORE = "Sure! [get_weather(city='Paris')]"
-PY_NOT_LITERAL = "[get_weather(city=Paris)]"
-PY_TRAILING = "[get_weather(city='Paris')]\nLet me know if you need anything else."
-PY_TRUNCATED = "[get_weather(city='Par"
-PY_JSON_LIST = '[{"name": "get_weather", "parameters": {"city": "Paris"}}]'
-PY_PLAIN = "The weather in Paris is sunny, 22 °C. [Source: météo]"
 
-CASES = [
-    Case("llama3_json", "single", LLAMA_SINGLE),
-    Case("llama3_json", "python_tag_parallel", LLAMA_PARALLEL, eos=EOM),
-    Case("llama3_json", "content_before", LLAMA_BEFORE),
-    Case("llama3_json", "nested_args", LLAMA_NESTED),
-    Case("llama3_json", "json_list", LLAMA_LIST),
-    Case("llama3_json", "malformed_no_name", LLAMA_NO_NAME),
-    Case("llama3_json", "text_with_braces", LLAMA_BRACES),
-    Case("llama3_json", "truncated", LLAMA_TRUNCATED, eos=None),
-    Case("llama3_json", "tool_choice_none", LLAMA_SINGLE, request={"tool_choice": "none"}),
-    Case("llama3_json", "required", LLAMA_SINGLE, request={"tool_choice": "required"}),
-    Case("llama3_json", "required_text", "I cannot look that up.",
-         request={"tool_choice": "required"}),
-    Case("llama3_json", "named", LLAMA_SINGLE, request={"tool_choice": NAMED}),
-    Case("llama3_json", "parallel_false", LLAMA_PARALLEL, eos=EOM,
-         request={"parallel_tool_calls": False}),
-    Case("llama3_json", "single", LLAMA_SINGLE, stream="small"),
-    Case("llama3_json", "python_tag_parallel", LLAMA_PARALLEL, eos=EOM, stream="one",
-         usage_chunk=True),
-    Case("llama3_json", "content_before", LLAMA_BEFORE, stream="mixed"),
-    Case("llama3_json", "nested_args", LLAMA_NESTED, stream="small", finish_alone=True),
-    Case("llama3_json", "json_list", LLAMA_LIST, stream="small"),
-    Case("llama3_json", "malformed_no_name", LLAMA_NO_NAME, stream="small"),
-    Case("llama3_json", "tool_choice_none", LLAMA_SINGLE, stream="mixed",
-         request={"tool_choice": "none"}),
-    Case("llama3_json", "named", LLAMA_SINGLE, stream="one", request={"tool_choice": NAMED}),
-    Case("llama3_json", "parallel_false", LLAMA_PARALLEL, eos=EOM, stream="mixed",
-         request={"parallel_tool_calls": False}),
-    Case("pythonic", "single", PY_SINGLE),
-    Case("pythonic", "parallel", PY_PARALLEL),
-    Case("pythonic", "literals", PY_LITERALS),
-    Case("pythonic", "content_before", PY_BEFORE),
-    Case("pythonic", "not_literal", PY_NOT_LITERAL),
-    Case("pythonic", "trailing_text", PY_TRAILING),
-    Case("pythonic", "truncated", PY_TRUNCATED, eos=None),
-    Case("pythonic", "plain_text", PY_PLAIN),
-    Case("pythonic", "tool_choice_none", PY_SINGLE, request={"tool_choice": "none"}),
-    Case("pythonic", "required_json", PY_JSON_LIST, request={"tool_choice": "required"}),
-    Case("pythonic", "required_pythonic", PY_SINGLE, request={"tool_choice": "required"}),
-    Case("pythonic", "named_json", '{"city": "Paris", "unit": "f"}',
-         request={"tool_choice": NAMED}),
-    Case("pythonic", "parallel_false", PY_PARALLEL, request={"parallel_tool_calls": False}),
-    Case("pythonic", "single", PY_SINGLE, stream="one"),
-    Case("pythonic", "parallel", PY_PARALLEL, stream="small", usage_chunk=True),
-    Case("pythonic", "literals", PY_LITERALS, stream="mixed"),
-    Case("pythonic", "content_before", PY_BEFORE, stream="small"),
-    Case("pythonic", "not_literal", PY_NOT_LITERAL, stream="small"),
-    Case("pythonic", "truncated", PY_TRUNCATED, eos=None, stream="one"),
-    Case("pythonic", "required_json", PY_JSON_LIST, stream="small",
-         request={"tool_choice": "required"}),
-    Case("pythonic", "named_json", '{"city": "Paris", "unit": "f"}', stream="small",
-         finish_alone=True, request={"tool_choice": NAMED}),
-    Case("pythonic", "parallel_false", PY_PARALLEL, stream="mixed",
-         request={"parallel_tool_calls": False}),
-]
+def render_prompt(port: int, tokenizer: Tokenizer, chat_request: dict[str, Any]) -> list[int]:
+    """The server's own render of the request."""
+    status, rendered = post(port, "/v1/chat/completions/render", chat_request)
+    assert status == 200, rendered
+    return rendered["token_ids"]
+
+
+@dataclass
+class Format:
+    first: int
+    servers: dict[str, Server]
+    """In the order of the ports on the command line."""
+    cases: list[Case]
+    tools: list[dict[str, Any]] = field(default_factory=lambda: TOOLS)
+    user: str = USER
+    encode: Callable[[Tokenizer, str], list[int]] = encode_plain
+    prompt: Callable[[int, Tokenizer, dict[str, Any]], list[int]] = render_prompt
 
 
 def post(port: int, path: str, body: dict[str, Any]) -> tuple[int, Any]:
@@ -171,38 +128,10 @@ def chunk_sizes(n: int, kind: str, rng: random.Random) -> list[int]:
     return sizes
 
 
-def record(case: Case, number: int, port: int, tokenizer: Tokenizer) -> dict[str, Any]:
-    ids = list(tokenizer.encode(case.output, add_special_tokens=False).ids)
-    if case.eos is not None:
-        ids.append(case.eos)
+def engine_chunks(case: Case, request_id: str, ids: list[int], prompt: list[int],
+                  sizes: list[int]) -> list[dict[str, Any]]:
+    """The engine's chunks of ``ids`` in ``sizes``, then the finish and usage chunks asked."""
     finish = "stop" if case.eos is not None else "length"
-    chat_request = {"model": MODEL, "messages": [{"role": "user", "content": USER}],
-                    "tools": TOOLS, **case.request}
-    status, rendered = post(port, "/v1/chat/completions/render", chat_request)
-    assert status == 200, rendered
-    prompt = rendered["token_ids"]
-    flags = ["--served-model-name", MODEL, "--tool-call-parser", case.parser,
-             "--enable-auto-tool-choice"]
-    features = ["chat", "parser", f"parser:{case.parser}", f"parser:{case.shape}", "tool_call",
-                "nonstream" if case.stream is None else "stream", *case.features]
-    slug = f"{number:03d}-{case.parser}-chat-{case.shape}" if case.stream is None else \
-        f"{number:03d}-{case.parser}-chat-stream-{case.shape}-{case.stream}"
-    out: dict[str, Any] = {"name": slug, "model": MODEL,
-                           "endpoint": "/v1/chat/completions/derender", "server_flags": flags}
-    request_id = f"pub-{number:03d}-{'pn' if case.stream is None else 'ps'}"
-    if case.stream is None:
-        body = {"model": MODEL, "generate_response": {
-            "request_id": request_id, "prompt_token_ids": prompt,
-            "choices": [{"index": 0, "token_ids": ids, "finish_reason": finish}]},
-            "prompt_tokens": len(prompt), "chat_request": chat_request}
-        status, response = post(port, "/v1/chat/completions/derender", body)
-        out.update(kind="nonstream" if status == 200 else "error", features=sorted(features),
-                   description=f"{case.parser} tool parser, non-streaming, output shape "
-                               f"{case.shape!r}. Raw output text: {case.output!r}",
-                   calls=[{"request": body, "status": status, "response": response}])
-        return out
-    rng = random.Random(number)
-    sizes = chunk_sizes(len(ids), case.stream, rng)
     engine: list[dict[str, Any]] = []
     at = 0
     for k, size in enumerate(sizes):
@@ -214,23 +143,59 @@ def record(case: Case, number: int, port: int, tokenizer: Tokenizer) -> dict[str
     if case.finish_alone:
         engine.append({"request_id": request_id,
                        "choices": [{"index": 0, "token_ids": [], "finish_reason": finish}]})
-        features.append("finish_only_chunk")
     if case.usage_chunk:
         engine.append({"request_id": request_id, "choices": [], "usage": {
             "prompt_tokens": len(prompt), "completion_tokens": len(ids),
             "total_tokens": len(prompt) + len(ids)}})
+    return engine
+
+
+def record(fmt: Format, case: Case, number: int, port: int,
+           tokenizer: Tokenizer) -> dict[str, Any]:
+    server = fmt.servers[case.server]
+    model = server.model
+    ids = fmt.encode(tokenizer, case.output) + ([] if case.eos is None else [case.eos])
+    finish = "stop" if case.eos is not None else "length"
+    chat_request: dict[str, Any] = {"model": model,
+                                    "messages": [{"role": "user", "content": fmt.user}],
+                                    **({"tools": fmt.tools} if case.tools else {}),
+                                    **case.request}
+    prompt = fmt.prompt(port, tokenizer, chat_request)
+    features = ["chat", "parser", *server.features, f"parser:{case.shape}", case.kind,
+                "nonstream" if case.stream is None else "stream"]
+    slug = f"{number:03d}-{server.slug}-chat-{case.shape}" if case.stream is None else \
+        f"{number:03d}-{server.slug}-chat-stream-{case.shape}-{case.stream}"
+    out: dict[str, Any] = {"name": slug, "model": model, "endpoint": DERENDER,
+                           "server_flags": server.flags}
+    request_id = f"pub-{number:03d}-{'pn' if case.stream is None else 'ps'}"
+    if case.stream is None:
+        body = {"model": model, "generate_response": {
+            "request_id": request_id, "prompt_token_ids": prompt,
+            "choices": [{"index": 0, "token_ids": ids, "finish_reason": finish}]},
+            "prompt_tokens": len(prompt), "chat_request": chat_request}
+        status, response = post(port, DERENDER, body)
+        out.update(kind="nonstream" if status == 200 else "error", features=sorted(features),
+                   description=f"{server.label}, non-streaming, output shape "
+                               f"{case.shape!r}. Raw output text: {case.output!r}",
+                   calls=[{"request": body, "status": status, "response": response}])
+        return out
+    sizes = chunk_sizes(len(ids), case.stream, random.Random(number))
+    engine = engine_chunks(case, request_id, ids, prompt, sizes)
+    if case.finish_alone:
+        features.append("finish_only_chunk")
+    if case.usage_chunk:
         features.append("usage:final_chunk")
     calls: list[dict[str, Any]] = []
     chunks: list[dict[str, Any]] = []
     state = None
     for chunk in engine:
-        body = {"stream": True, "model": MODEL, "generate_chunk": chunk,
+        body = {"stream": True, "model": model, "generate_chunk": chunk,
                 "prompt_token_ids": prompt, "prompt_tokens": len(prompt),
                 "chat_request": chat_request}
         chunks.append(json.loads(json.dumps(body)))
         if state is not None:
             body["stream_state"] = state
-        status, response = post(port, "/v1/chat/completions/derender", body)
+        status, response = post(port, DERENDER, body)
         calls.append({"request": body, "status": status, "response": response})
         if status != 200:
             break
@@ -238,7 +203,7 @@ def record(case: Case, number: int, port: int, tokenizer: Tokenizer) -> dict[str
     features.append(f"chunks:{case.stream}")
     out.update(kind="stream" if all(c["status"] == 200 for c in calls) else "error",
                features=sorted(features),
-               description=f"{case.parser} tool parser, streaming ({case.stream}: {sizes}), "
+               description=f"{server.label}, streaming ({case.stream}: {sizes}), "
                            f"shape {case.shape!r}. Raw output text: {case.output!r}",
                calls=calls, chunks=chunks)
     return out
@@ -256,15 +221,35 @@ def layout(case: dict[str, Any]) -> str:
     return "{\n" + ",\n".join(lines) + "\n}\n"
 
 
-def main() -> None:
-    ports = {"llama3_json": int(sys.argv[1]), "pythonic": int(sys.argv[2])}
-    tokenizer = Tokenizer.from_file(str(TOKENIZER))
-    for offset, case in enumerate(CASES):
-        case_json = record(case, FIRST + offset, ports[case.parser], tokenizer)
-        path = FIXTURES / f"{case_json['name']}.json"
-        path.write_text(layout(case_json), encoding="utf-8")
-        print(path.name, case_json["kind"], len(case_json["calls"]))
+def load_format(name: str) -> Format:
+    return importlib.import_module(f"tool_cases.{name}").FORMAT
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("format", help="a module of scripts/tool_cases/")
+    parser.add_argument("ports", nargs="+", type=int, help="one per server of the format")
+    parser.add_argument("--only", nargs="+", type=int, default=[], help="case numbers")
+    parser.add_argument("--into", type=Path, default=FIXTURES, help="where to write")
+    args = parser.parse_args(argv)
+    fmt = load_format(args.format)
+    if len(args.ports) != len(fmt.servers):
+        parser.error(f"{args.format} takes {len(fmt.servers)} ports: {', '.join(fmt.servers)}")
+    ports = dict(zip(fmt.servers, args.ports, strict=True))
+    tokenizers: dict[Path, Tokenizer] = {}
+    for offset, case in enumerate(fmt.cases):
+        number = fmt.first + offset
+        if args.only and number not in args.only:
+            continue
+        path = fmt.servers[case.server].tokenizer
+        if path not in tokenizers:
+            tokenizers[path] = Tokenizer.from_file(str(path))
+        case_json = record(fmt, case, number, ports[case.server], tokenizers[path])
+        out = args.into / f"{case_json['name']}.json"
+        out.write_text(layout(case_json), encoding="utf-8")
+        print(out.name, case_json["kind"], len(case_json["calls"]))
 
 
 if __name__ == "__main__":
+    sys.modules.setdefault("record_tool_fixtures", sys.modules["__main__"])
     main()

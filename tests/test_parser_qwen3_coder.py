@@ -2,7 +2,7 @@
 machine, and split invariance through the HTTP app on the Qwen3 tokenizer.
 
 The rules are vLLM 0.33's (Qwen3EngineToolParser); the recorded cases 280-310 replay them
-against the real server and scripts/record_qwen3_coder_fixtures.py names them. Values are
+against the real server and scripts/tool_cases/qwen3_coder.py names them. Values are
 typed by the request's schema as vLLM's ``coerce_to_schema_type`` types them.
 """
 
