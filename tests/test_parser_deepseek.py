@@ -28,7 +28,7 @@ import json
 from typing import Any
 
 import pytest
-from hypothesis import event, given, note, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from derender.core import parsers
@@ -37,18 +37,9 @@ from derender.core.parsers.tools import ToolContext
 from derender.core.state_codec import Reader, Writer
 from derender.core.vocab import MARKUP
 from tests.conftest import tokenizer
-from tests.test_parser_properties import (
-    PROPS,
-    check_equal,
-    chunkings,
-    fold,
-    json_strings,
-    json_text,
-    json_values,
-    non_streaming,
-    streaming,
-)
+from tests.test_parser_properties import PROPS, json_strings, json_text, json_values
 from tests.test_parser_rules import NAMED, TOOLS, calls, chat, fields, ids_of, stream_fold
+from tests.tool_streams import check_written, feed_all, requests, run_both
 
 DS = "deepseek-v3"
 B, E, C, F, S = 128806, 128807, 128808, 128809, 128814
@@ -324,24 +315,14 @@ def test_both_formats_are_registered_with_their_own_tag_and_state() -> None:
 
 
 def run(fmt: Any, pieces: list[str], context: ToolContext) -> tuple[str, list[Any]]:
-    state = fmt.start()
-    content, deltas = "", []
-    for k, piece in enumerate(pieces):
-        out, new, state = fmt.feed(state, piece, k == len(pieces) - 1, context)
-        content += out
-        deltas += new
+    def check(state: Any) -> None:
         writer = Writer()
         fmt.encode(state, writer)
         reader = Reader(bytes(writer.out))
         assert fmt.decode(reader) == state and reader.pos == len(writer.out)
         assert len(state.held) <= deepseek.MAX_HEAD + deepseek.MAX_LEADING_SPACE
-    folded: dict[int, list[str]] = {}
-    for delta in deltas:
-        assert (delta.name is not None) == (delta.index not in folded)  # the name comes first
-        entry = folded.setdefault(delta.index, ["", ""])
-        entry[0] += delta.name or ""
-        entry[1] += delta.arguments
-    return content, [folded[i] for i in sorted(folded)]
+
+    return feed_all(fmt, pieces, context, check, names_first=True)
 
 
 @settings(max_examples=600, deadline=None)
@@ -372,26 +353,8 @@ def test_malformed_states_are_refused() -> None:
 # --------------------------------------------------------------------------- split invariance
 
 
-@st.composite
-def requests(draw: st.DrawFn) -> dict[str, Any]:
-    request: dict[str, Any] = {"messages": [{"role": "user", "content": "Weather? 🌦"}]}
-    if draw(st.integers(0, 5)) > 0:
-        request["tools"] = TOOLS
-        choice = draw(st.sampled_from(["auto", "absent", "absent", "required", "named", "none"]))
-        if choice == "named":
-            request["tool_choice"] = NAMED
-        elif choice != "absent":
-            request["tool_choice"] = choice
-    if draw(st.integers(0, 3)) == 0:
-        request["parallel_tool_calls"] = False
-    if draw(st.booleans()):
-        request["logprobs"] = True
-        request["top_logprobs"] = 1
-    if draw(st.booleans()):
-        request["return_token_ids"] = True
-    if draw(st.integers(0, 3)) == 0:
-        request["include_reasoning"] = False
-    return request
+def chat_requests() -> st.SearchStrategy[dict[str, Any]]:
+    return requests([{"role": "user", "content": "Weather? 🌦"}], TOOLS, reasoning_off=3)
 
 
 @st.composite
@@ -430,33 +393,23 @@ def outputs(draw: st.DrawFn, v3: bool) -> tuple[list[str | int], list[tuple[str,
     return parts, written, clean
 
 
-def run_both(client: Any, parts: list[str | int], request: dict[str, Any], prompt: list[int],
-             data: st.DataObject) -> dict[str, Any]:
+def check_splits(client: Any, v3: bool, data: st.DataObject, reasoning: bool = False) -> None:
+    """Split invariance for a drawn request and output (with ``reasoning``, after a drawn
+    thought and ``</think>``); where the output is clean, its calls are the message's."""
+    request = data.draw(chat_requests(), label="chat_request")
+    parts, written, clean = data.draw(outputs(v3), label="output")
+    if reasoning:
+        thought = data.draw(st.sampled_from(["", "Thinking 🌦.\n"]), label="reasoning")
+        parts = [*([thought] if thought else []), END_THINK, "\n\n", *parts]
     ids = ids_of(*parts, name=DS)
     finish = data.draw(st.sampled_from(["stop", "stop", "length"]), label="finish")
     if finish == "stop" or not ids:
         ids.append(EOS)
         finish = "stop"
-    note(f"ids={ids}\ntext={tokenizer(DS).decode(ids, skip_special_tokens=False)!r}")
-    rid = f"props-{data.draw(st.integers(0, 10**6), label='rid')}"
-    expected = non_streaming(client, DS, ids, finish, prompt, request, rid)
-    note(f"message={expected['message']} finish={expected['finish_reason']}")
-    chunks = streaming(client, DS, ids, finish, prompt, request, rid,
-                       data.draw(chunkings(len(ids)), label="chunking"))
-    check_equal(fold(chunks, request), expected, ids, request, finish)
-    event(f"calls: {len(expected['message'].get('tool_calls') or [])}")
-    return expected
-
-
-def check_written(expected: dict[str, Any], written: list[tuple[str, Any]],
-                  request: dict[str, Any]) -> None:
-    if not (request.get("tools") and request.get("tool_choice", "auto") == "auto"):
-        return
-    event("written calls checked")
-    got = [[c["function"]["name"], json.loads(c["function"]["arguments"])]
-           for c in expected["message"].get("tool_calls") or []]
-    want = written[:1] if request.get("parallel_tool_calls") is False else written
-    assert got == json.loads(json.dumps(want))
+    expected = run_both(client, DS, ids, finish, THINK_PROMPT if reasoning else PROMPT, request,
+                        data)
+    if clean:
+        check_written(expected, written, request)
 
 
 SPLITS = settings(PROPS, max_examples=100)
@@ -465,21 +418,13 @@ SPLITS = settings(PROPS, max_examples=100)
 @SPLITS
 @given(data=st.data())
 def test_deepseek_v3_stream_folds_to_message(v3: Any, data: st.DataObject) -> None:
-    request = data.draw(requests(), label="chat_request")
-    parts, written, clean = data.draw(outputs(True), label="output")
-    expected = run_both(v3, parts, request, PROMPT, data)
-    if clean:
-        check_written(expected, written, request)
+    check_splits(v3, True, data)
 
 
 @SPLITS
 @given(data=st.data())
 def test_deepseek_v31_stream_folds_to_message(v31: Any, data: st.DataObject) -> None:
-    request = data.draw(requests(), label="chat_request")
-    parts, written, clean = data.draw(outputs(False), label="output")
-    expected = run_both(v31, parts, request, PROMPT, data)
-    if clean:
-        check_written(expected, written, request)
+    check_splits(v31, False, data)
 
 
 @SPLITS
@@ -487,10 +432,4 @@ def test_deepseek_v31_stream_folds_to_message(v31: Any, data: st.DataObject) -> 
 def test_deepseek_with_r1_reasoning_stream_folds_to_message(v3_r1: Any, v31_r1: Any,
                                                            data: st.DataObject) -> None:
     v3 = data.draw(st.booleans(), label="v3")
-    request = data.draw(requests(), label="chat_request")
-    parts, written, clean = data.draw(outputs(v3), label="output")
-    thought = data.draw(st.sampled_from(["", "Thinking 🌦.\n"]), label="reasoning")
-    parts = [*([thought] if thought else []), END_THINK, "\n\n", *parts]
-    expected = run_both(v3_r1 if v3 else v31_r1, parts, request, THINK_PROMPT, data)
-    if clean:
-        check_written(expected, written, request)
+    check_splits(v3_r1 if v3 else v31_r1, v3, data, reasoning=True)

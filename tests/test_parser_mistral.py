@@ -9,24 +9,22 @@ import json
 from typing import Any
 
 import pytest
-from hypothesis import event, given, note, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from derender.core import parsers
 from derender.core.parsers import mistral, reasoning
 from derender.core.parsers.tools import ToolContext
-from derender.core.state_codec import Reader, Writer
 from tests.conftest import tokenizer
-from tests.test_parser_properties import (
-    PROPS,
-    check_equal,
-    chunkings,
-    fold,
-    json_strings,
-    json_text,
-    json_values,
-    non_streaming,
-    streaming,
+from tests.test_parser_properties import PROPS, json_strings, json_text, json_values
+from tests.tool_streams import (
+    check_round_trips,
+    check_written,
+    feed_all,
+    ids_of,
+    requests,
+    run_both,
+    split,
 )
 
 MODEL = "mistral-tools"
@@ -41,20 +39,11 @@ TOOLS = [{"type": "function", "function": {
 MESSAGES = [{"role": "user", "content": "Weather in Zürich? 🌦"}]
 
 
-def run(text: str, size: int = 0) -> tuple[str, list[tuple[str, str]]]:
+def run(text: str, size: int = 0, context: ToolContext = CONTEXT
+        ) -> tuple[str, list[tuple[str, str]]]:
     """Content and calls of ``text`` fed in pieces of ``size`` (0: at once), then finished."""
-    state = mistral.FORMAT.start()
-    content = ""
-    calls: dict[int, list[str]] = {}
-    pieces = [text[i:i + size] for i in range(0, len(text), size)] if size else [text]
-    for k, piece in enumerate([*pieces, ""]):
-        out, deltas, state = mistral.FORMAT.feed(state, piece, k == len(pieces), CONTEXT)
-        content += out
-        for delta in deltas:
-            entry = calls.setdefault(delta.index, ["", ""])
-            entry[0] += delta.name or ""
-            entry[1] += delta.arguments
-    return content, [(name, args) for name, args in (calls[i] for i in sorted(calls))]
+    content, calls = feed_all(mistral.FORMAT, [*split(text, size), ""], context)
+    return content, [(name, args) for name, args in calls]
 
 
 RULES = [
@@ -108,17 +97,7 @@ def test_call_ids_are_mistral_form_and_deterministic() -> None:
     ["[TOOL_CALLS]", "[ARGS]", "{", "}", "[", "]", '"', "\\", " ", "\n", "get_weather", "x",
      '{"city": "Par', "is\"}", "Sure."]), max_size=12))
 def test_every_reached_state_round_trips(pieces: list[str]) -> None:
-    fmt = mistral.FORMAT
-    state = fmt.start()
-    for piece in pieces:
-        _, _, state = fmt.feed(state, piece, False, CONTEXT)
-        writer = Writer()
-        writer.uint(fmt.tag)
-        fmt.encode(state, writer)
-        reader = Reader(bytes(writer.out))
-        assert parsers.FORMATS_BY_TAG[reader.uint()] is fmt
-        assert fmt.decode(reader) == state
-        assert reader.pos == len(writer.out)
+    check_round_trips(mistral.FORMAT, pieces, CONTEXT)
 
 
 # --------------------------------------------------------------------------- reasoning
@@ -169,28 +148,6 @@ def both(client_for: Any) -> Any:
 
 
 @st.composite
-def requests(draw: st.DrawFn) -> dict[str, Any]:
-    request: dict[str, Any] = {"messages": MESSAGES}
-    if draw(st.integers(0, 5)) > 0:
-        request["tools"] = TOOLS
-        choice = draw(st.sampled_from(["auto", "absent", "absent", "required", "named", "none"]))
-        if choice == "named":
-            request["tool_choice"] = {"type": "function", "function": {"name": "get_weather"}}
-        elif choice != "absent":
-            request["tool_choice"] = choice
-    if draw(st.integers(0, 3)) == 0:
-        request["parallel_tool_calls"] = False
-    if draw(st.integers(0, 4)) == 0:
-        request["include_reasoning"] = False
-    if draw(st.booleans()):
-        request["logprobs"] = True
-        request["top_logprobs"] = 1
-    if draw(st.booleans()):
-        request["return_token_ids"] = True
-    return request
-
-
-@st.composite
 def outputs(draw: st.DrawFn) -> tuple[list[int | str], list[tuple[str, Any]], bool]:
     """(parts, calls written, clean: exactly those calls are read)."""
     parts: list[int | str] = []
@@ -222,19 +179,16 @@ def outputs(draw: st.DrawFn) -> tuple[list[int | str], list[tuple[str, Any]], bo
     return parts, written, not cut and junk in ("", " Hope that helps!", "[/THINK]")
 
 
-def ids_of(parts: list[int | str]) -> list[int]:
-    ids: list[int] = []
-    for part in parts:
-        ids.extend([part] if isinstance(part, int) else enc(part))
-    return ids
+def chat_requests() -> st.SearchStrategy[dict[str, Any]]:
+    return requests(MESSAGES, TOOLS, reasoning_off=4)
 
 
 @settings(PROPS, max_examples=150)
 @given(data=st.data())
 def test_mistral_stream_folds_to_message(both: Any, data: st.DataObject) -> None:
-    request = data.draw(requests(), label="chat_request")
+    request = data.draw(chat_requests(), label="chat_request")
     parts, written, clean = data.draw(outputs(), label="output")
-    ids = ids_of(parts)
+    ids = ids_of(parts, enc)
     finish = data.draw(st.sampled_from(["stop", "stop", "length"]), label="finish")
     if not clean and ids:
         ids = ids[:data.draw(st.integers(1, len(ids)), label="cut")]
@@ -242,22 +196,11 @@ def test_mistral_stream_folds_to_message(both: Any, data: st.DataObject) -> None
         ids.append(EOS)
     if not ids:
         ids, finish = [EOS], "stop"
-    note(f"ids={ids}\ntext={tokenizer(MODEL).decode(ids, skip_special_tokens=False)!r}")
-    rid = f"props-{data.draw(st.integers(0, 10**6), label='rid')}"
-    expected = non_streaming(both, MODEL, ids, finish, PROMPT, request, rid)
-    note(f"message={expected['message']} finish={expected['finish_reason']}")
-    chunks = streaming(both, MODEL, ids, finish, PROMPT, request, rid,
-                       data.draw(chunkings(len(ids)), label="chunking"))
-    check_equal(fold(chunks, request), expected, ids, request, finish)
+    expected = run_both(both, MODEL, ids, finish, PROMPT, request, data)
     calls = expected["message"].get("tool_calls") or []
-    event(f"calls: {len(calls)}")
     assert all(len(c["id"]) == 9 and c["id"].isalnum() for c in calls)
-    auto = bool(request.get("tools")) and request.get("tool_choice", "auto") == "auto"
-    if clean and auto:
-        event("written calls checked")
-        want = written[:1] if request.get("parallel_tool_calls") is False else written
-        got = [[c["function"]["name"], json.loads(c["function"]["arguments"])] for c in calls]
-        assert got == json.loads(json.dumps(want))
+    if clean:
+        check_written(expected, written, request)
 
 
 # --------------------------------------------------------------------------- the older grammar
@@ -269,20 +212,9 @@ OLDER_CONTEXT = ToolContext(spell={"[TOOL_CALLS]": "\ue0f0", "[ARGS]": "[ARGS]"}
 
 def run_older(text: str, size: int = 0, context: ToolContext = OLDER_CONTEXT
               ) -> tuple[str, list[tuple[str, str]]]:
-    text = text.replace("[TOOL_CALLS]", "\ue0f0")
-    state = mistral.FORMAT.start()
-    content = ""
-    calls: dict[int, list[str]] = {}
-    pieces = [text[i:i + size] for i in range(0, len(text), size)] if size else [text]
-    for k, piece in enumerate([*pieces, ""]):
-        out, deltas, state = mistral.FORMAT.feed(state, piece, k == len(pieces), context)
-        content += out
-        for delta in deltas:
-            entry = calls.setdefault(delta.index, ["", ""])
-            entry[0] += delta.name or ""
-            entry[1] += delta.arguments
-    return content, [(name, json.dumps(json.loads(args))) for name, args in
-                     (calls[i] for i in sorted(calls))]
+    """``run`` with the older grammar's stand-in marker, arguments normalised as JSON."""
+    content, calls = run(text.replace("[TOOL_CALLS]", "\ue0f0"), size, context)
+    return content, [(name, json.dumps(json.loads(args))) for name, args in calls]
 
 
 OLDER_RULES = [
@@ -349,26 +281,14 @@ def older_outputs(draw: st.DrawFn) -> tuple[list[int | str], list[tuple[str, Any
 @settings(PROPS, max_examples=100)
 @given(data=st.data())
 def test_older_mistral_stream_folds_to_message(older: Any, data: st.DataObject) -> None:
-    request = data.draw(requests(), label="chat_request")
+    request = data.draw(chat_requests(), label="chat_request")
     parts, written, clean = data.draw(older_outputs(), label="output")
-    ids = ids_of(parts)
+    ids = ids_of(parts, enc)
     finish = data.draw(st.sampled_from(["stop", "stop", "length"]), label="finish")
     if not clean:
         ids = ids[:data.draw(st.integers(1, len(ids)), label="cut")]
     if finish == "stop":
         ids.append(EOS)
-    note(f"ids={ids}\ntext={tokenizer(OLDER).decode(ids, skip_special_tokens=False)!r}")
-    rid = f"props-{data.draw(st.integers(0, 10**6), label='rid')}"
-    expected = non_streaming(older, OLDER, ids, finish, PROMPT, request, rid)
-    note(f"message={expected['message']} finish={expected['finish_reason']}")
-    chunks = streaming(older, OLDER, ids, finish, PROMPT, request, rid,
-                       data.draw(chunkings(len(ids)), label="chunking"))
-    check_equal(fold(chunks, request), expected, ids, request, finish)
-    calls = expected["message"].get("tool_calls") or []
-    event(f"calls: {len(calls)}")
-    auto = bool(request.get("tools")) and request.get("tool_choice", "auto") == "auto"
-    if clean and auto:
-        event("written calls checked")
-        want = written[:1] if request.get("parallel_tool_calls") is False else written
-        got = [[c["function"]["name"], json.loads(c["function"]["arguments"])] for c in calls]
-        assert got == json.loads(json.dumps(want))
+    expected = run_both(older, OLDER, ids, finish, PROMPT, request, data)
+    if clean:
+        check_written(expected, written, request)

@@ -12,29 +12,15 @@ import json
 from typing import Any
 
 import pytest
-from hypothesis import event, given, note
+from hypothesis import given
 from hypothesis import strategies as st
 
 from derender.core.parsers import qwen3_coder
-from derender.core.parsers.qwen3_coder import MAX_NAME, MAX_VALUE, Qwen3CoderState, coerce
+from derender.core.parsers.qwen3_coder import MAX_NAME, MAX_VALUE, coerce
 from derender.core.parsers.tools import ToolContext
 from derender.core.state_codec import Reader, Writer
-from tests.conftest import tokenizer
-from tests.test_parser_properties import (
-    END_TOOL,
-    IM_END,
-    PROMPTS,
-    PROPS,
-    QWEN,
-    THINK,
-    TOOL,
-    check_equal,
-    chunkings,
-    enc,
-    fold,
-    non_streaming,
-    streaming,
-)
+from tests.test_parser_properties import END_TOOL, IM_END, PROMPTS, PROPS, QWEN, THINK, TOOL, enc
+from tests.tool_streams import check_written, feed_all, ids_of, requests, run_both
 
 FORMAT = qwen3_coder.FORMAT
 CONFIG = {"type": "function", "function": {"name": "set_config", "parameters": {
@@ -53,17 +39,8 @@ AUTO = ToolContext(tools=TOOLS)
 def parse(text: str, context: ToolContext = AUTO, pieces: list[str] | None = None
           ) -> tuple[str, list[tuple[str, Any]]]:
     """Content and calls (arguments parsed) of ``text`` fed whole, or in ``pieces``."""
-    state: Qwen3CoderState = FORMAT.start()
-    parts = pieces if pieces is not None else [text]
-    content, calls = "", {}
-    for k, piece in enumerate(parts):
-        out, deltas, state = FORMAT.feed(state, piece, k == len(parts) - 1, context)
-        content += out
-        for delta in deltas:
-            entry = calls.setdefault(delta.index, ["", ""])
-            entry[0] += delta.name or ""
-            entry[1] += delta.arguments
-    return content, [(name, json.loads(args)) for name, args in calls.values()]
+    content, calls = feed_all(FORMAT, pieces if pieces is not None else [text], context)
+    return content, [(name, json.loads(args)) for name, args in calls]
 
 
 def call(name: str, *params: tuple[str, str]) -> str:
@@ -267,69 +244,37 @@ def coder_thinking(client_for: Any) -> Any:
     return client_for(QWEN, "qwen3", "qwen3_coder")
 
 
-@st.composite
-def requests(draw: st.DrawFn) -> dict[str, Any]:
-    request: dict[str, Any] = {"messages": [{"role": "user", "content": "Weather?"}]}
-    if draw(st.integers(0, 5)) > 0:
-        request["tools"] = TOOLS
-        choice = draw(st.sampled_from(["auto", "absent", "absent", "required", "named", "none"]))
-        if choice == "named":
-            request["tool_choice"] = {"type": "function", "function": {"name": "get_weather"}}
-        elif choice != "absent":
-            request["tool_choice"] = choice
-    if draw(st.integers(0, 3)) == 0:
-        request["parallel_tool_calls"] = False
-    if draw(st.booleans()):
-        request["logprobs"] = True
-        request["top_logprobs"] = 1
-    if draw(st.booleans()):
-        request["return_token_ids"] = True
-    return request
+def chat_requests() -> st.SearchStrategy[dict[str, Any]]:
+    return requests([{"role": "user", "content": "Weather?"}], TOOLS)
 
 
-def run_both(client: Any, parts: list[int | str], request: dict[str, Any], finish: str,
-             prompt: list[int], data: st.DataObject) -> dict[str, Any]:
-    ids: list[int] = []
-    for part in parts:
-        ids.extend([part] if isinstance(part, int) else enc(part))
+def check_splits(client: Any, parts: list[int | str], request: dict[str, Any], finish: str,
+                 data: st.DataObject) -> dict[str, Any]:
+    ids = ids_of(parts, enc)
     if finish == "stop" or not ids:
         ids.append(IM_END)
         finish = "stop"
-    note(f"text={tokenizer(QWEN).decode(ids, skip_special_tokens=False)!r}")
-    rid = f"props-{data.draw(st.integers(0, 10**6), label='rid')}"
-    expected = non_streaming(client, QWEN, ids, finish, prompt, request, rid)
-    note(f"message={expected['message']} finish={expected['finish_reason']}")
-    chunks = streaming(client, QWEN, ids, finish, prompt, request, rid,
-                       data.draw(chunkings(len(ids)), label="chunking"))
-    check_equal(fold(chunks, request), expected, ids, request, finish)
-    event(f"calls: {len(expected['message'].get('tool_calls') or [])}")
-    return expected
+    return run_both(client, QWEN, ids, finish, PROMPTS["open"][0], request, data)
 
 
 @PROPS
 @given(data=st.data())
 def test_qwen3_coder_stream_folds_to_message(coder: Any, data: st.DataObject) -> None:
-    request = data.draw(requests(), label="chat_request")
+    request = data.draw(chat_requests(), label="chat_request")
     parts, written, clean = data.draw(outputs(), label="output")
     finish = data.draw(st.sampled_from(["stop", "stop", "length"]), label="finish")
-    expected = run_both(coder, parts, request, finish, PROMPTS["open"][0], data)
-    auto = bool(request.get("tools")) and request.get("tool_choice", "auto") == "auto"
-    if clean and auto:
-        event("written calls checked")
-        got = [[c["function"]["name"], json.loads(c["function"]["arguments"])]
-               for c in expected["message"].get("tool_calls") or []]
-        want = expected_calls(written)
-        assert got == (want[:1] if request.get("parallel_tool_calls") is False else want)
+    expected = check_splits(coder, parts, request, finish, data)
+    if clean:
+        check_written(expected, expected_calls(written), request)
 
 
 @PROPS
 @given(data=st.data())
 def test_qwen3_coder_with_reasoning_stream_folds_to_message(coder_thinking: Any,
                                                             data: st.DataObject) -> None:
-    request = data.draw(requests(), label="chat_request")
+    request = data.draw(chat_requests(), label="chat_request")
     parts, _, _ = data.draw(outputs(), label="output")
     thought = data.draw(st.sampled_from([[], ["Hmm, weather.\n"], [THINK, "a < b\n"]]))
     end = data.draw(st.sampled_from([[], ["</think>\n\n"]]))
     finish = data.draw(st.sampled_from(["stop", "length"]), label="finish")
-    run_both(coder_thinking, [*thought, *end, *parts], request, finish, PROMPTS["open"][0],
-             data)
+    check_splits(coder_thinking, [*thought, *end, *parts], request, finish, data)

@@ -14,11 +14,10 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
-from hypothesis import event, given, note, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from derender.core import parsers
@@ -26,21 +25,11 @@ from derender.core.errors import BadRequestError
 from derender.core.parsers import hermes, llama3_json, pythonic
 from derender.core.parsers.reasoning import ReasoningState
 from derender.core.parsers.tools import ToolContext
-from derender.core.state_codec import Reader, Writer
 from derender.core.stream_state import StreamState, decode_state, encode_state
 from tests.conftest import tokenizer
-from tests.test_parser_properties import (
-    PROPS,
-    check_equal,
-    chunkings,
-    fold,
-    json_strings,
-    json_text,
-    json_values,
-    non_streaming,
-    streaming,
-)
+from tests.test_parser_properties import PROPS, json_strings, json_text, json_values
 from tests.test_state_fuzz import fields_of, leb128
+from tests.tool_streams import check_round_trips, check_written, ids_of, requests, run_both
 
 LLAMA = "llama3.1-tools"
 EOT, EOM, PYTHON_TAG = 128009, 128008, 128010
@@ -94,16 +83,7 @@ contexts = st.sampled_from([ToolContext(), ToolContext(forced_name="get_weather"
                        max_size=8))
 def test_every_reached_state_round_trips(fmt: Any, context: ToolContext,
                                          pieces: list[str]) -> None:
-    state = fmt.start()
-    for piece in pieces:
-        _, _, state = fmt.feed(state, piece, False, context)
-        writer = Writer()
-        writer.uint(fmt.tag)
-        fmt.encode(state, writer)
-        reader = Reader(bytes(writer.out))
-        assert parsers.FORMATS_BY_TAG[reader.uint()] is fmt
-        assert fmt.decode(reader) == state
-        assert reader.pos == len(writer.out)
+    check_round_trips(fmt, pieces, context)
 
 
 def test_the_stream_state_carries_the_format_tag() -> None:
@@ -144,30 +124,6 @@ def llama(client_for: Any) -> Any:
 @pytest.fixture(scope="module")
 def py(client_for: Any) -> Any:
     return client_for(LLAMA, None, "pythonic")
-
-
-@st.composite
-def requests(draw: st.DrawFn) -> dict[str, Any]:
-    request: dict[str, Any] = {"messages": MESSAGES}
-    if draw(st.integers(0, 5)) > 0:
-        request["tools"] = TOOLS
-        choice = draw(st.sampled_from(["auto", "absent", "absent", "required", "named", "none"]))
-        if choice == "named":
-            request["tool_choice"] = {"type": "function", "function": {"name": "get_weather"}}
-        elif choice != "absent":
-            request["tool_choice"] = choice
-    if draw(st.integers(0, 3)) == 0:
-        request["parallel_tool_calls"] = False
-    if draw(st.booleans()):
-        request["logprobs"] = True
-        request["top_logprobs"] = 1
-    if draw(st.booleans()):
-        request["return_token_ids"] = True
-    return request
-
-
-def auto_with_tools(request: dict[str, Any]) -> bool:
-    return bool(request.get("tools")) and request.get("tool_choice", "auto") == "auto"
 
 
 @st.composite
@@ -258,33 +214,15 @@ def pythonic_outputs(draw: st.DrawFn) -> tuple[list[int | str], list[tuple[str, 
     return [text], written, change in ("", "trail") and "\n" not in text[-6:]
 
 
-def run_both(client: Any, parts: list[int | str], request: dict[str, Any], finish: str,
-             data: st.DataObject) -> dict[str, Any]:
-    ids: list[int] = []
-    for part in parts:
-        ids.extend([part] if isinstance(part, int) else enc(part))
+def ids_and_finish(parts: list[int | str], finish: str, data: st.DataObject
+                    ) -> tuple[list[int], str]:
+    ids = ids_of(parts, enc)
     if finish == "stop":
         ids.append(data.draw(st.sampled_from([EOT, EOM]), label="eos"))
     if not ids:
         ids = [EOT]
         finish = "stop"
-    note(f"ids={ids}\ntext={tokenizer(LLAMA).decode(ids, skip_special_tokens=False)!r}")
-    rid = f"props-{data.draw(st.integers(0, 10**6), label='rid')}"
-    expected = non_streaming(client, LLAMA, ids, finish, PROMPT, request, rid)
-    note(f"message={expected['message']} finish={expected['finish_reason']}")
-    chunks = streaming(client, LLAMA, ids, finish, PROMPT, request, rid,
-                       data.draw(chunkings(len(ids)), label="chunking"))
-    check_equal(fold(chunks, request), expected, ids, request, finish)
-    event(f"calls: {len(expected['message'].get('tool_calls') or [])}")
-    return expected
-
-
-def check_calls(expected: dict[str, Any], written: list[tuple[str, Any]],
-                request: dict[str, Any]) -> None:
-    got = [[c["function"]["name"], json.loads(c["function"]["arguments"])]
-           for c in expected["message"].get("tool_calls") or []]
-    want = written[:1] if request.get("parallel_tool_calls") is False else written
-    assert got == json.loads(json.dumps(want))
+    return ids, finish
 
 
 SPLITS = settings(PROPS, max_examples=150)
@@ -293,24 +231,22 @@ SPLITS = settings(PROPS, max_examples=150)
 @SPLITS
 @given(data=st.data())
 def test_llama3_json_stream_folds_to_message(llama: Any, data: st.DataObject) -> None:
-    request = data.draw(requests(), label="chat_request")
+    request = data.draw(requests(MESSAGES, TOOLS), label="chat_request")
     parts, written, content, clean = data.draw(llama_outputs(), label="output")
     finish = data.draw(st.sampled_from(["stop", "stop", "length"]), label="finish")
-    expected = run_both(llama, parts, request, finish, data)
-    if clean and auto_with_tools(request) and written:
-        event("written calls checked")
-        check_calls(expected, written, request)
+    ids, finish = ids_and_finish(parts, finish, data)
+    expected = run_both(llama, LLAMA, ids, finish, PROMPT, request, data)
+    if clean and written and check_written(expected, written, request):
         assert expected["message"]["content"] == (content or None)
 
 
 @SPLITS
 @given(data=st.data())
 def test_pythonic_stream_folds_to_message(py: Any, data: st.DataObject) -> None:
-    request = data.draw(requests(), label="chat_request")
+    request = data.draw(requests(MESSAGES, TOOLS), label="chat_request")
     parts, written, clean = data.draw(pythonic_outputs(), label="output")
     finish = data.draw(st.sampled_from(["stop", "stop", "length"]), label="finish")
-    expected = run_both(py, parts, request, finish, data)
-    if clean and auto_with_tools(request):
-        event("written calls checked")
-        check_calls(expected, written, request)
+    ids, finish = ids_and_finish(parts, finish, data)
+    expected = run_both(py, LLAMA, ids, finish, PROMPT, request, data)
+    if clean and check_written(expected, written, request):
         assert expected["message"]["content"] is None

@@ -13,32 +13,44 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 LLAMA31_RENAMED = {128004: "<|finetune_right_pad_id|>", 128008: "<|eom_id|>",
                    128010: "<|python_tag|>"}
 DERIVED_FILES = ("tokenizer.json", "tokenizer_config.json")
 
 
-def derive_llama31_tools(source: Path, target: Path) -> bool:
-    """Write ``target``'s tokenizer files from ``source``'s (a Llama 3.1 folder); False when
-    the source is missing. Idempotent; the configs of ``target`` are left as they are."""
+def derive(source: Path, target: Path, edit: Callable[[Any, Any], None]) -> bool:
+    """Write ``target``'s tokenizer files from ``source``'s, ``edit(tokenizer, config)``
+    changing them on the way; False when the source is missing. Idempotent (files already
+    derived are kept); the other configs of ``target`` are left as they are."""
     if not all((source / name).is_file() for name in DERIVED_FILES):
         return False
     if all((target / name).is_file() for name in DERIVED_FILES):
         return True
     target.mkdir(parents=True, exist_ok=True)
     tokenizer = json.loads((source / "tokenizer.json").read_text(encoding="utf-8"))
-    for token in tokenizer["added_tokens"]:
-        token["content"] = LLAMA31_RENAMED.get(token["id"], token["content"])
     config = json.loads((source / "tokenizer_config.json").read_text(encoding="utf-8"))
-    for key, entry in config.get("added_tokens_decoder", {}).items():
-        entry["content"] = LLAMA31_RENAMED.get(int(key), entry["content"])
+    edit(tokenizer, config)
     for name, data in (("tokenizer.json", tokenizer), ("tokenizer_config.json", config)):
         partial = target / (name + ".partial")
         partial.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
         shutil.move(partial, target / name)
     return True
+
+
+def derive_llama31_tools(source: Path, target: Path) -> bool:
+    """``target``'s tokenizer files from ``source``'s (a Llama 3.1 folder), three added tokens
+    renamed."""
+    def rename(tokenizer: Any, config: Any) -> None:
+        for token in tokenizer["added_tokens"]:
+            token["content"] = LLAMA31_RENAMED.get(token["id"], token["content"])
+        for key, entry in config.get("added_tokens_decoder", {}).items():
+            entry["content"] = LLAMA31_RENAMED.get(int(key), entry["content"])
+
+    return derive(source, target, rename)
 
 
 MISTRAL_TOOLS_ADDED = ("[TOOL_CALLS]", "[ARGS]", "[THINK]", "[/THINK]")
@@ -51,27 +63,18 @@ v11+, ``[THINK]`` the special-token reasoning of v13+). Written like ``llama3.1-
 
 
 def derive_added_tokens(source: Path, target: Path, added: tuple[str, ...]) -> bool:
-    """Write ``target``'s tokenizer files from ``source``'s with ``added`` appended as added
-    special tokens at the next free ids; False when the source is missing. Idempotent."""
-    if not all((source / name).is_file() for name in DERIVED_FILES):
-        return False
-    if all((target / name).is_file() for name in DERIVED_FILES):
-        return True
-    target.mkdir(parents=True, exist_ok=True)
-    tokenizer = json.loads((source / "tokenizer.json").read_text(encoding="utf-8"))
-    config = json.loads((source / "tokenizer_config.json").read_text(encoding="utf-8"))
-    next_id = max([*tokenizer["model"]["vocab"].values(),
-                   *(t["id"] for t in tokenizer["added_tokens"])]) + 1
-    for offset, content in enumerate(added):
-        entry = {"content": content, "single_word": False, "lstrip": False, "rstrip": False,
-                 "normalized": False, "special": True}
-        tokenizer["added_tokens"].append({"id": next_id + offset, **entry})
-        config.setdefault("added_tokens_decoder", {})[str(next_id + offset)] = entry
-    for name, data in (("tokenizer.json", tokenizer), ("tokenizer_config.json", config)):
-        partial = target / (name + ".partial")
-        partial.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
-        shutil.move(partial, target / name)
-    return True
+    """``target``'s tokenizer files from ``source``'s with ``added`` appended as added
+    special tokens at the next free ids."""
+    def append(tokenizer: Any, config: Any) -> None:
+        next_id = max([*tokenizer["model"]["vocab"].values(),
+                       *(t["id"] for t in tokenizer["added_tokens"])]) + 1
+        for offset, content in enumerate(added):
+            entry = {"content": content, "single_word": False, "lstrip": False,
+                     "rstrip": False, "normalized": False, "special": True}
+            tokenizer["added_tokens"].append({"id": next_id + offset, **entry})
+            config.setdefault("added_tokens_decoder", {})[str(next_id + offset)] = entry
+
+    return derive(source, target, append)
 
 
 def derive_mistral_tools(source: Path, target: Path) -> bool:

@@ -1,0 +1,135 @@
+"""The HTTP split-invariance harness the tool-call format tests share (design §4/§6).
+
+For a model output (ids) and a chat request, the non-streaming message is the oracle: the
+stream of the same ids, split into chunks hypothesis draws (tests/test_parser_properties.py's
+``chunkings``), folds to it (``check_equal``). Each format's test file keeps its own outputs
+strategy and encoding; this module holds the request strategy, the run of both sides, the
+check of the calls an output wrote and the folding of a format machine's deltas.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from hypothesis import event, note
+from hypothesis import strategies as st
+
+from derender.core import parsers
+from derender.core.parsers.tools import ToolContext
+from derender.core.state_codec import Reader, Writer
+from tests.conftest import tokenizer
+from tests.test_parser_properties import check_equal, chunkings, fold, non_streaming, streaming
+
+NAMED = {"type": "function", "function": {"name": "get_weather"}}
+
+
+@st.composite
+def requests(draw: st.DrawFn, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
+             reasoning_off: int | None = None) -> dict[str, Any]:
+    """Chat requests: mostly with ``tools``, any ``tool_choice`` (named: get_weather),
+    sometimes ``parallel_tool_calls`` false, logprobs, token ids; with ``reasoning_off``,
+    ``include_reasoning`` false once in ``reasoning_off + 1``."""
+    request: dict[str, Any] = {"messages": messages}
+    if draw(st.integers(0, 5)) > 0:
+        request["tools"] = tools
+        choice = draw(st.sampled_from(["auto", "absent", "absent", "required", "named", "none"]))
+        if choice == "named":
+            request["tool_choice"] = NAMED
+        elif choice != "absent":
+            request["tool_choice"] = choice
+    if draw(st.integers(0, 3)) == 0:
+        request["parallel_tool_calls"] = False
+    if draw(st.booleans()):
+        request["logprobs"] = True
+        request["top_logprobs"] = 1
+    if draw(st.booleans()):
+        request["return_token_ids"] = True
+    if reasoning_off is not None and draw(st.integers(0, reasoning_off)) == 0:
+        request["include_reasoning"] = False
+    return request
+
+
+def ids_of(parts: Iterable[int | str], encode: Callable[[str], list[int]]) -> list[int]:
+    """Text parts encoded, marker ids spliced in as given."""
+    ids: list[int] = []
+    for part in parts:
+        ids.extend([part] if isinstance(part, int) else encode(part))
+    return ids
+
+
+def run_both(client: Any, model: str, ids: list[int], finish: str, prompt: list[int],
+             request: dict[str, Any], data: st.DataObject) -> dict[str, Any]:
+    """The non-streaming choice for ``ids``, checked against a stream of them in chunks drawn
+    from ``data``; returns the choice."""
+    note(f"ids={ids}\ntext={tokenizer(model).decode(ids, skip_special_tokens=False)!r}")
+    rid = f"props-{data.draw(st.integers(0, 10**6), label='rid')}"
+    expected = non_streaming(client, model, ids, finish, prompt, request, rid)
+    note(f"message={expected['message']} finish={expected['finish_reason']}")
+    chunks = streaming(client, model, ids, finish, prompt, request, rid,
+                       data.draw(chunkings(len(ids)), label="chunking"))
+    check_equal(fold(chunks, request), expected, ids, request, finish)
+    event(f"calls: {len(expected['message'].get('tool_calls') or [])}")
+    return expected
+
+
+def auto_with_tools(request: dict[str, Any]) -> bool:
+    return bool(request.get("tools")) and request.get("tool_choice", "auto") == "auto"
+
+
+def check_written(expected: dict[str, Any], written: list[Any], request: dict[str, Any]) -> bool:
+    """Where the request leaves the reading to the format (tools, ``tool_choice`` "auto"), the
+    message holds exactly the calls written, ``(name, arguments)`` (the first alone under
+    ``parallel_tool_calls`` false), arguments as JSON. Returns whether it checked."""
+    if not auto_with_tools(request):
+        return False
+    event("written calls checked")
+    got = [[c["function"]["name"], json.loads(c["function"]["arguments"])]
+           for c in expected["message"].get("tool_calls") or []]
+    want = written[:1] if request.get("parallel_tool_calls") is False else written
+    assert got == json.loads(json.dumps(want))
+    return True
+
+
+def feed_all(fmt: Any, pieces: list[str], context: ToolContext,
+             check: Callable[[Any], None] | None = None,
+             names_first: bool = False) -> tuple[str, list[list[str]]]:
+    """Content and calls (``[name, arguments]`` in index order) of a format machine fed
+    ``pieces``, the last one final; ``check`` sees every state reached; ``names_first``:
+    a call's first delta, and only that one, carries its name."""
+    state = fmt.start()
+    content = ""
+    calls: dict[int, list[str]] = {}
+    for k, piece in enumerate(pieces):
+        out, deltas, state = fmt.feed(state, piece, k == len(pieces) - 1, context)
+        if check is not None:
+            check(state)
+        content += out
+        for delta in deltas:
+            if names_first:
+                assert (delta.name is not None) == (delta.index not in calls)
+            entry = calls.setdefault(delta.index, ["", ""])
+            entry[0] += delta.name or ""
+            entry[1] += delta.arguments
+    return content, [calls[i] for i in sorted(calls)]
+
+
+def split(text: str, size: int) -> list[str]:
+    """``text`` in pieces of ``size`` (0: whole)."""
+    return [text[i:i + size] for i in range(0, len(text), size)] if size else [text]
+
+
+def check_round_trips(fmt: Any, pieces: list[str], context: ToolContext) -> None:
+    """Every state ``fmt`` reaches on ``pieces`` encodes, after the format's tag, to bytes
+    that read back as the format and the same state, to the last byte."""
+    state = fmt.start()
+    for piece in pieces:
+        _, _, state = fmt.feed(state, piece, False, context)
+        writer = Writer()
+        writer.uint(fmt.tag)
+        fmt.encode(state, writer)
+        reader = Reader(bytes(writer.out))
+        assert parsers.FORMATS_BY_TAG[reader.uint()] is fmt
+        assert fmt.decode(reader) == state
+        assert reader.pos == len(writer.out)
