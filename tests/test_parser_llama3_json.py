@@ -13,7 +13,9 @@ README compatibility table where we differ on purpose:
 - ours: text before the first call stays content; after it, text that is not a call is
   dropped (vLLM: all content when any object is not a call); a call cut off by the end of the
   output keeps the arguments read so far; a named ``tool_choice`` also reads the bare
-  arguments object (the JSON-schema form).
+  arguments object (the JSON-schema form); ``[`` and ``<|python_tag|>`` before the first call
+  (either or both) are dropped with it, and whitespace before it up to its last 256
+  characters.
 
 The model is ``llama3.1-tools``: the Llama 3.1 tokenizer with its 3.1 token names
 (``<|python_tag|>`` 128010, ``<|eom_id|>`` 128008), see tests/tokenizer_variants.py.
@@ -27,7 +29,13 @@ from typing import Any
 
 import pytest
 
+from derender.core.parsers import llama3_json
+from derender.core.parsers.tools import ToolCallDelta, ToolContext
+from derender.core.state_codec import Reader, Writer
+from tests.conftest import vocabulary
+from tests.test_parser_properties import Chunking, check_equal, fold, non_streaming, streaming
 from tests.test_parser_rules import (
+    MESSAGES,
     NAMED,
     TOOLS,
     calls,
@@ -217,3 +225,119 @@ def test_long_arguments_keep_the_state_small(llama: Any) -> None:
     assert max(sizes[-100:]) <= max(sizes[:100]) + 16  # nothing accumulates
     [(name, arguments)] = folded["calls"].values()
     assert (name, json.loads(arguments)) == ("create_note", {"title": "t", "body": body})
+
+
+# --------------------------------------------------------------------------- openers and spaces
+# What comes before the first call: the opener ("[" opening the output, <|python_tag|>, or
+# both, with whitespace) is dropped with the call, as vLLM drops all text around calls without
+# streaming, and is content when no call follows; leading whitespace likewise, up to its last
+# 256 characters in both modes. The first case is the one tests/test_tool_formats.py's
+# property test found (its "[" lead is never content before calls).
+
+BRACKET_TAG = ["[", PYTHON_TAG, '{"parameters": {}, "name": "get_weather"}']
+"""``[<|python_tag|>{…}`` with the keys in reversed order: non-streaming and every stream gave
+content "[" with the call, where "[" opening the output before a call is dropped."""
+
+
+@pytest.mark.parametrize(("parts", "arguments"), [
+    (BRACKET_TAG, {}),
+    (["[ ", PYTHON_TAG, f" {CALL}]"], {"city": "Paris"}),
+    ([PYTHON_TAG, f"[{CALL}, {NOTE_CALL}]"], {"city": "Paris"}),
+    (["\n", PYTHON_TAG, "\n[", CALL, "]"], {"city": "Paris"}),
+], ids=["bracket-tag", "spaced", "tag-bracket", "newlines"])
+def test_a_bracket_and_the_python_tag_before_a_call_are_dropped(
+        llama: Any, parts: list[str | int], arguments: Any) -> None:
+    choice = ask(llama, ids(*parts, EOT))
+    assert choice["message"]["content"] is None
+    assert calls(choice)[0] == ("get_weather", arguments)
+
+
+@pytest.mark.parametrize("parts", [
+    ["[", PYTHON_TAG, "print('hi')"], ["\n\n{x} hi"], ["\n\n[1, 2]"], [" ", PYTHON_TAG, " [3]"],
+    ["[", PYTHON_TAG, '{"q": 1}'],
+], ids=["bracket-tag-code", "spaces-braces", "spaces-list", "tag-list", "bracket-tag-object"])
+def test_an_opener_and_whitespace_without_a_call_are_content(llama: Any,
+                                                             parts: list[str | int]) -> None:
+    text = "".join("<|python_tag|>" if p == PYTHON_TAG else str(p) for p in parts)
+    assert fields(ask(llama, ids(*parts, EOT))) == (text, None, 0, "stop")
+
+
+def _every_split(n: int) -> Any:
+    """Every way to cut ``n`` items into non-empty consecutive chunks, as chunk bounds."""
+    for mask in range(1 << (n - 1)):
+        cuts = [k for k in range(1, n) if mask >> (k - 1) & 1]
+        bounds = [0, *cuts, n]
+        yield [(bounds[i], bounds[i + 1]) for i in range(len(bounds) - 1)]
+
+
+def test_bracket_python_tag_and_reversed_keys_fold_alike_for_every_split(llama: Any) -> None:
+    """The machine, fed the output's text id by id as the service decodes it, for every split
+    of the ids into chunks (the finish with the last chunk or alone), and every state round
+    tripped through its encoding."""
+    token_ids = ids(*BRACKET_TAG)
+    pieces = vocabulary(LLAMA).marked.decode_each(token_ids)
+    tag = vocabulary(LLAMA).spelled("<|python_tag|>")
+    assert pieces[:2] == ["[", tag]
+    context = ToolContext(spell={"<|python_tag|>": tag})
+    fmt = llama3_json.FORMAT
+    want = ("", [ToolCallDelta(0, "get_weather", "{}")])
+    assert fmt.feed(fmt.start(), "".join(pieces), True, context)[:2] == want
+    for spans in _every_split(len(pieces)):
+        for alone in (False, True):
+            chunks = ["".join(pieces[a:b]) for a, b in spans] + ([""] if alone else [])
+            state, content, found = fmt.start(), "", {}
+            for k, chunk in enumerate(chunks):
+                out, deltas, state = fmt.feed(state, chunk, k == len(chunks) - 1, context)
+                writer = Writer()
+                fmt.encode(state, writer)
+                assert fmt.decode(Reader(bytes(writer.out))) == state
+                content += out
+                for delta in deltas:
+                    name, arguments = found.get(delta.index, (None, ""))
+                    found[delta.index] = (name or delta.name, arguments + delta.arguments)
+            assert (content, [ToolCallDelta(i, *found[i]) for i in sorted(found)]) == want, (
+                spans, alone)
+
+
+@pytest.mark.parametrize("finish", ["length", "stop"])
+def test_bracket_python_tag_and_reversed_keys_stream_as_the_message(llama: Any,
+                                                                    finish: str) -> None:
+    """Through the service: the property test's failing request and output, non-streaming and
+    streamed id by id and in every two-chunk cut, the finish with the last ids or alone."""
+    token_ids = ids(*BRACKET_TAG) + ([EOT] if finish == "stop" else [])
+    request = {"messages": MESSAGES, "tools": TOOLS, "tool_choice": "auto",
+               "parallel_tool_calls": False}
+    expected = non_streaming(llama, LLAMA, token_ids, finish, PROMPT, request, "l3-bracket")
+    assert expected["message"]["content"] is None
+    assert [(c["function"]["name"], c["function"]["arguments"])
+            for c in expected["message"]["tool_calls"]] == [("get_weather", "{}")]
+    n = len(token_ids)
+    splits = [[(k, k + 1) for k in range(n)]] + [[(0, k), (k, n)] for k in range(1, n)]
+    for spans in [[(0, n)], *splits]:
+        for alone in (False, True):
+            chunking = Chunking(spans, alone, [1] * (len(spans) + alone))
+            chunks = streaming(llama, LLAMA, token_ids, finish, PROMPT, request, "l3-bracket",
+                               chunking)
+            check_equal(fold(chunks, request), expected, token_ids, request, finish)
+
+
+@pytest.mark.parametrize("parts", [
+    [" " * 300, CALL], ["\n" * 300, PYTHON_TAG, CALL], [" " * 300], ["\n\n", '{"q": 1} ', CALL],
+], ids=["spaces-call", "newlines-tag-call", "spaces-only", "spaces-object-call"])
+def test_leading_whitespace_streams_as_the_message(llama: Any, parts: list[str | int]) -> None:
+    """Whitespace before the first call is dropped up to its last 256 characters (what comes
+    before them is content, so the stream holds no more), and is content before an object
+    that is not a call, in both modes."""
+    token_ids = ids(*parts, EOT)
+    message = ask(llama, token_ids)["message"]
+    text = "".join(p for p in parts if isinstance(p, str))
+    space = len(text) - len(text.lstrip())
+    if CALL in parts:
+        want = text[:-len(CALL)] if "q" in text else text[:max(0, space - 256)]
+        assert (message["content"] or "", len(message["tool_calls"])) == (want, 1)
+    else:
+        assert message["content"] == text
+    got = (message["content"] or "", [(c["function"]["name"], c["function"]["arguments"])
+                                      for c in message.get("tool_calls") or []])
+    for cut in range(1, len(token_ids)):
+        assert _two_chunks(llama, token_ids, cut) == got, cut

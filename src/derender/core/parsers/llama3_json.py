@@ -8,8 +8,11 @@ its streaming reads calls only when the output starts with ``{`` or ``<|python_t
 machine serves both modes alike (design §6), so it reads the calls wherever they are and keeps
 the state small:
 
-- before the first call, text is content (whitespace alone before a call is not); a
-  ``<|python_tag|>`` (or a ``[`` opening the output) right before a call is dropped;
+- before the first call, text is content; whitespace alone before a call is not (at most its
+  last ``MAX_LEADING_SPACE`` characters: what comes before them is content, so the stream
+  never holds more); the opener right before a call is dropped: ``<|python_tag|>``, a ``[``
+  opening the output, or both (``[<|python_tag|>{…``, ``<|python_tag|>[{…``), with whitespace
+  between; when no call follows, the whitespace and the opener are content with what follows;
 - a ``{`` opens a call when ``{"name": "…", "parameters"|"arguments":`` can be read within
   ``MAX_HEAD`` characters: the call's first delta carries the name, then the arguments stream
   as the model writes them (``json_value.scan`` finds their end); an object with its keys in
@@ -39,7 +42,9 @@ MAX_HEAD = 512
 """Characters of an object read before it must be known as a call (its head, or the whole
 object when its keys come in another order); past that its text is not a call."""
 MAX_LEADING_SPACE = 256
-"""Whitespace before the first call that is dropped with it; more is content."""
+"""Whitespace before the first call (and within its opener) that is dropped with it: of a
+longer run at the start, what comes before its last ``MAX_LEADING_SPACE`` characters is
+content; more within the opener, and the opener is content."""
 
 CONTENT, OPENER, OBJECT, ARGS, TAIL, AFTER = "content", "opener", "object", "args", "tail", "after"
 MODES = (CONTENT, OPENER, OBJECT, ARGS, TAIL, AFTER)
@@ -64,8 +69,9 @@ class Llama3JsonState(ToolState):
     bare: bool = False
     """The arguments being read are the whole output (named ``tool_choice``)."""
     lead: int = 0
-    """Characters of the held object's opener (``<|python_tag|>`` or ``[`` and whitespace):
-    dropped if the object is a call, content if it is not."""
+    """Characters of the held text before its opener (OPENER: whitespace) or before its object
+    (OBJECT: whitespace, ``[`` and ``<|python_tag|>``): dropped if a call follows, content if
+    not."""
 
 
 def feed(state: Llama3JsonState, text: str, final: bool, context: ToolContext
@@ -89,33 +95,54 @@ def feed(state: Llama3JsonState, text: str, final: bool, context: ToolContext
             if found is None:
                 hold = 0 if final else pending_prefix(buffer, (tag,))
                 out = buffer[:len(buffer) - hold]
-                if not spoke and not out.strip():
-                    if final and forced:
-                        out = ""  # forced tool choice: whitespace alone is no content
-                    elif not final and len(out) <= MAX_LEADING_SPACE:
-                        hold, out = len(buffer), ""  # whitespace may precede a call
+                if not spoke and not out.strip():  # whitespace alone so far
+                    if not final:  # its last MAX_LEADING_SPACE may precede a call
+                        hold += min(len(out), MAX_LEADING_SPACE)
+                        out = buffer[:len(buffer) - hold]
+                    elif forced:  # forced tool choice: whitespace alone is no content
+                        out = out[:max(0, len(out) - MAX_LEADING_SPACE)]
                 content.append(out)
                 spoke = spoke or bool(out.strip())
                 held = buffer[len(buffer) - hold:]
                 break
             at, marker = found
             before = buffer[:at]
+            lead = 0
             if spoke or before.strip():
                 content.append(before)
                 spoke = True
-            mode, buffer = (OBJECT if marker == "{" else OPENER), buffer[at:]
-        elif mode == OPENER:  # <|python_tag|> or a leading "[": dropped if a call follows
-            opener = tag if buffer.startswith(tag) else "["
-            rest = buffer[len(opener):]
-            after_space = rest.lstrip(_WS)
-            if after_space.startswith("{"):
-                mode, lead = OBJECT, len(buffer) - len(after_space)
-            elif after_space or final or len(rest) > MAX_LEADING_SPACE:
-                content.append(opener)
-                spoke, mode, buffer = True, CONTENT, rest
-            else:
+            else:  # whitespace: its last MAX_LEADING_SPACE go with what follows
+                lead = min(len(before), MAX_LEADING_SPACE)
+                content.append(before[:at - lead])
+            mode, buffer = (OBJECT if marker == "{" else OPENER), buffer[at - lead:]
+        elif mode == OPENER:  # whitespace (lead), then "[" and/or <|python_tag|>, then "{"
+            pos, space, more = lead, 0, False
+            parts: list[str] = []
+            while True:
+                rest = buffer[pos:]
+                if parts:
+                    gap = len(rest) - len(rest.lstrip(_WS))
+                    pos, space, rest = pos + gap, space + gap, rest[gap:]
+                    if space > MAX_LEADING_SPACE:
+                        break
+                    if rest.startswith("{"):
+                        break
+                part = next((p for p in (tag, "[") if p not in parts and rest.startswith(p)),
+                            None)
+                if part is None:
+                    more = not final and (not rest or (tag not in parts and tag.startswith(rest)))
+                    break
+                parts.append(part)
+                pos += len(part)
+            if buffer.startswith("{", pos) and space <= MAX_LEADING_SPACE:
+                mode, lead = OBJECT, pos
+            elif more:
                 held = buffer
                 break
+            else:  # not followed by a call: the whitespace and the first part are content
+                first = lead + len(parts[0])
+                content.append(buffer[:first])
+                spoke, mode, buffer, lead = True, CONTENT, buffer[first:], 0
         elif mode == OBJECT:  # an opener (``lead`` characters), then "{"
             obj = buffer[lead:]
             match = _HEAD.match(obj)
