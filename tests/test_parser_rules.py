@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 
 from derender.core.parsers import hermes
+from derender.core.parsers.tools import MAX_LEADING_SPACE
 from tests.conftest import tokenizer
 
 CHAT = "/v1/chat/completions/derender"
@@ -631,7 +632,7 @@ def test_leading_whitespace_is_split_invariant(spaces: int, forced: bool) -> Non
     call = '<tool_call>{"name": "f", "arguments": {"a": 1}}</tool_call>'
     text = " " * spaces + ("" if forced else call)  # forced: tool_choice "required"
     whole, calls, _ = hermes.feed(hermes.HermesState(), text, True, required=forced)
-    assert whole == ("" if spaces <= hermes.MAX_LEADING_SPACE else " " * spaces)
+    assert whole == ("" if spaces <= MAX_LEADING_SPACE else " " * spaces)
     assert [c.name for c in calls if c.name] == ([] if forced else ["f"])
     assert "".join(c.arguments for c in calls) == ("" if forced else '{"a": 1}')
     for step in range(1, 41):

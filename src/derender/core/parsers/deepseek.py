@@ -31,7 +31,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from derender.core.markers import earliest, pending_prefix
-from derender.core.parsers.tools import ToolCallDelta, ToolContext, ToolFormat, ToolState, merge
+from derender.core.parsers.tools import (
+    MAX_LEADING_SPACE,
+    ToolCallDelta,
+    ToolContext,
+    ToolFormat,
+    ToolState,
+    leading_text,
+    leads_content,
+    merge,
+)
 from derender.core.state_codec import Reader, Writer
 
 CALLS_BEGIN, CALLS_END = "<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>"
@@ -40,9 +49,6 @@ MARKERS = (CALLS_BEGIN, CALLS_END, CALL_BEGIN, CALL_END, SEP)
 FENCE_OPEN, FENCE_CLOSE = "\n```json\n", "\n```"
 MAX_HEAD = 512
 """Characters of a call read before its head (up to its arguments) must be known."""
-MAX_LEADING_SPACE = 256
-"""Whitespace before the calls that is dropped with them; more is content (it is then text
-like any other, so a stream and the whole output agree on it)."""
 
 CONTENT, CALLS, HEAD, ARGS, SKIP = "content", "calls", "head", "args", "skip"
 MODES = (CONTENT, CALLS, HEAD, ARGS, SKIP)
@@ -118,20 +124,12 @@ def _feed(state: DeepSeekState, text: str, final: bool, context: ToolContext, v3
     while buffer:
         if mode == CONTENT:
             found = earliest(buffer, (m[CALLS_BEGIN],))
-            if found is None:
-                hold = 0 if final else pending_prefix(buffer, (m[CALLS_BEGIN],))
-                out = buffer[:len(buffer) - hold]
-                if not spoke and not out.strip() and len(out) <= MAX_LEADING_SPACE:
-                    if final and opened:
-                        out = ""  # whitespace around the calls is no content
-                    elif not final:
-                        hold, out = len(buffer), ""  # whitespace may precede the calls
+            if found is None:  # whitespace around the calls is no content
+                out, held, spoke = leading_text(buffer, (m[CALLS_BEGIN],), final, spoke, opened)
                 content.append(out)
-                spoke = spoke or bool(out.strip()) or len(out) > MAX_LEADING_SPACE
-                held = buffer[len(buffer) - hold:]
                 break
             before = buffer[:found[0]]
-            if spoke or before.strip() or len(before) > MAX_LEADING_SPACE:
+            if leads_content(before, spoke):
                 content.append(before)
                 spoke = True
             elif v3 and not opened:

@@ -16,16 +16,21 @@ from dataclasses import dataclass, field
 
 from derender.core.markers import earliest, pending_prefix
 from derender.core.parsers.json_value import STRING_PATTERN, ValueScan, scan
-from derender.core.parsers.tools import ToolCallDelta, ToolContext, ToolFormat, ToolState, merge
+from derender.core.parsers.tools import (
+    ToolCallDelta,
+    ToolContext,
+    ToolFormat,
+    ToolState,
+    leading_text,
+    leads_content,
+    merge,
+)
 from derender.core.state_codec import Reader, Writer
 
 OPEN, CLOSE = "<tool_call>", "</tool_call>"
 MAX_HEAD = 1024
 """Characters of a call read before its name must be known (or, for a call giving its
 arguments first, the whole call); past that its text is content."""
-MAX_LEADING_SPACE = 256
-"""Whitespace before the first call that is dropped with it; more is content (either way
-the state stays small)."""
 
 _HEAD = re.compile(rf'\s*\{{\s*"name"\s*:\s*{STRING_PATTERN}\s*,\s*"arguments"\s*:\s*')
 
@@ -84,22 +89,13 @@ def feed(state: HermesState, text: str, final: bool, forced_name: str | None = N
                 continue
         if mode == CONTENT:
             found = earliest(buffer, (open_tag,))
-            if found is None:
-                hold = 0 if final else pending_prefix(buffer, (open_tag,))
-                out = buffer[:len(buffer) - hold]
-                if not spoke and not out.strip() and len(out) <= MAX_LEADING_SPACE:
-                    if final and (forced_name or required):
-                        out = ""  # forced tool choice: whitespace alone is no content
-                    elif not final:
-                        hold = len(buffer)  # whitespace may precede a call: not content then
-                        out = ""
+            if found is None:  # forced tool choice: whitespace alone is no content
+                out, held, spoke = leading_text(buffer, (open_tag,), final, spoke,
+                                                bool(forced_name or required))
                 content.append(out)
-                # past MAX_LEADING_SPACE, leading whitespace is content, as is all after it
-                spoke = spoke or bool(out.strip()) or len(out) > MAX_LEADING_SPACE
-                held = buffer[len(buffer) - hold:]
                 break
             before = buffer[:found[0]]
-            if spoke or before.strip() or len(before) > MAX_LEADING_SPACE:
+            if leads_content(before, spoke):
                 content.append(before)
                 spoke = True
             mode, buffer = HEAD, buffer[found[0] + len(open_tag):]

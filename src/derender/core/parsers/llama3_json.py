@@ -34,17 +34,20 @@ from typing import Any
 
 from derender.core.markers import earliest, pending_prefix
 from derender.core.parsers.json_value import STRING_PATTERN, ValueScan, scan
-from derender.core.parsers.tools import ToolCallDelta, ToolContext, ToolFormat, ToolState, merge
+from derender.core.parsers.tools import (
+    MAX_LEADING_SPACE,
+    ToolCallDelta,
+    ToolContext,
+    ToolFormat,
+    ToolState,
+    merge,
+)
 from derender.core.state_codec import Reader, Writer
 
 PYTHON_TAG = "<|python_tag|>"
 MAX_HEAD = 512
 """Characters of an object read before it must be known as a call (its head, or the whole
 object when its keys come in another order); past that its text is not a call."""
-MAX_LEADING_SPACE = 256
-"""Whitespace before the first call (and within its opener) that is dropped with it: of a
-longer run at the start, what comes before its last ``MAX_LEADING_SPACE`` characters is
-content; more within the opener, and the opener is content."""
 
 CONTENT, OPENER, OBJECT, ARGS, TAIL, AFTER = "content", "opener", "object", "args", "tail", "after"
 MODES = (CONTENT, OPENER, OBJECT, ARGS, TAIL, AFTER)

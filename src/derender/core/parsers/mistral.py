@@ -45,14 +45,19 @@ from typing import Any
 from derender.core.markers import earliest, pending_prefix
 from derender.core.parsers.json_value import STRING_PATTERN, ValueScan, scan
 from derender.core.parsers.llama3_json import _could_be_head
-from derender.core.parsers.tools import ToolCallDelta, ToolContext, ToolFormat, ToolState, merge
+from derender.core.parsers.tools import (
+    MAX_LEADING_SPACE,
+    ToolCallDelta,
+    ToolContext,
+    ToolFormat,
+    ToolState,
+    merge,
+)
 from derender.core.state_codec import Reader, Writer
 
 TOOL_CALLS, ARGS = "[TOOL_CALLS]", "[ARGS]"
 MAX_NAME = 512
 """Characters of a name held before it is sent as it stands (the rest is arguments)."""
-MAX_LEADING_SPACE = 256
-"""Whitespace before the first call that is dropped with it; more is content."""
 MAX_TRAILING_SPACE = 256
 """Whitespace at the end of non-JSON arguments held back to be dropped at their end."""
 

@@ -38,13 +38,18 @@ from derender.core.parsers.python_literals import (
     Literals,
     translate,
 )
-from derender.core.parsers.tools import ToolCallDelta, ToolContext, ToolFormat, ToolState, merge
+from derender.core.parsers.tools import (
+    MAX_LEADING_SPACE,
+    ToolCallDelta,
+    ToolContext,
+    ToolFormat,
+    ToolState,
+    merge,
+)
 from derender.core.state_codec import Reader, Writer
 
 MAX_HELD = 512
 """Characters of a call held until it closes; past them its name and arguments are sent."""
-MAX_LEADING_SPACE = 256
-"""Whitespace held before a JSON form (forced ``tool_choice``) may start; more is content."""
 
 START, LIST, STREAM, CONTENT, DONE, JSON = "start", "list", "stream", "content", "done", "json"
 MODES = (START, LIST, STREAM, CONTENT, DONE, JSON)
