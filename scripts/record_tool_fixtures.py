@@ -1,7 +1,9 @@
 """Record tool-call conformance cases from the real vLLM 0.33 render server.
 
 One recorder for every tool-call format; each format's servers and cases are a table in
-``scripts/tool_cases/<FORMAT>.py`` (which says how to start its servers):
+``scripts/tool_cases/<FORMAT>.py`` (which says how to start its servers with the vLLM peer's
+``start.sh``; ``VLLM_PEER`` there is the folder of the peer's scripts, ``install.sh`` and
+``start.sh`` of vLLM 0.33.0's render server):
 
     .venv/bin/python scripts/record_tool_fixtures.py FORMAT PORT... [--only N...] [--into DIR]
 

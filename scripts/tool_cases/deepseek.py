@@ -4,11 +4,11 @@ which has the markers as single tokens (EOS 1).
 Usage:
 
     for spec in "8210 deepseek_v3" "8211 deepseek_v31"; do set -- $spec
-        ../shared/peer/start.sh deepseek-v3 $1 --tool-call-parser $2 --enable-auto-tool-choice
+        "$VLLM_PEER"/start.sh deepseek-v3 $1 --tool-call-parser $2 --enable-auto-tool-choice
     done
-    ../shared/peer/start.sh deepseek-v3 8212 --tool-call-parser deepseek_v3 \\
+    "$VLLM_PEER"/start.sh deepseek-v3 8212 --tool-call-parser deepseek_v3 \\
         --reasoning-parser deepseek_r1 --enable-auto-tool-choice
-    ../shared/peer/start.sh deepseek-v3 8213 --tool-call-parser deepseek_v31 \\
+    "$VLLM_PEER"/start.sh deepseek-v3 8213 --tool-call-parser deepseek_v31 \\
         --reasoning-parser deepseek_r1 --enable-auto-tool-choice
     .venv/bin/python scripts/record_tool_fixtures.py deepseek 8210 8211 8212 8213
 """

@@ -4,9 +4,9 @@ Usage (see tests/tokenizer_variants.py; the model folder holds tests/models/llam
 
     PEER=$HOME/vllm-peer; mkdir -p $PEER/models/llama3.1-tools
     cp tests/models/llama3.1-tools/*.json $PEER/models/llama3.1-tools/
-    ../shared/peer/start.sh llama3.1-tools 8131 --tool-call-parser llama3_json \\
+    "$VLLM_PEER"/start.sh llama3.1-tools 8131 --tool-call-parser llama3_json \\
         --enable-auto-tool-choice
-    ../shared/peer/start.sh llama3.1-tools 8132 --tool-call-parser pythonic \\
+    "$VLLM_PEER"/start.sh llama3.1-tools 8132 --tool-call-parser pythonic \\
         --enable-auto-tool-choice
     .venv/bin/python scripts/record_tool_fixtures.py llama3 8131 8132
 """

@@ -5,10 +5,10 @@ Usage:
 
     PEER=$HOME/vllm-peer; mkdir -p $PEER/models/mistral-tools
     cp tests/models/mistral-tools/*.json $PEER/models/mistral-tools/
-    ../shared/peer/start.sh mistral-tools 8220 --tool-call-parser mistral \\
+    "$VLLM_PEER"/start.sh mistral-tools 8220 --tool-call-parser mistral \\
         --enable-auto-tool-choice --reasoning-parser mistral
     # likewise tests/models/mistral-tools-v3/*.json into $PEER/models/mistral-tools-v3
-    ../shared/peer/start.sh mistral-tools-v3 8221 --tool-call-parser mistral \\
+    "$VLLM_PEER"/start.sh mistral-tools-v3 8221 --tool-call-parser mistral \\
         --enable-auto-tool-choice
     .venv/bin/python scripts/record_tool_fixtures.py mistral 8220 8221 [--only N...]
 

@@ -3,8 +3,8 @@ reasoning parser.
 
 Usage:
 
-    ../shared/peer/start.sh qwen3 8230 --tool-call-parser qwen3_coder --enable-auto-tool-choice
-    ../shared/peer/start.sh qwen3 8231 --reasoning-parser qwen3 --tool-call-parser qwen3_coder \\
+    "$VLLM_PEER"/start.sh qwen3 8230 --tool-call-parser qwen3_coder --enable-auto-tool-choice
+    "$VLLM_PEER"/start.sh qwen3 8231 --reasoning-parser qwen3 --tool-call-parser qwen3_coder \\
         --enable-auto-tool-choice
     .venv/bin/python scripts/record_tool_fixtures.py qwen3_coder 8230 8231 [--only N...]
 
