@@ -120,6 +120,20 @@ def client_for(tmp_path_factory: pytest.TempPathFactory) -> Any:
 
 
 @pytest.fixture(scope="session")
+def qwen(client_for: Any) -> TestClient:
+    """Qwen3 served with the qwen3 reasoning and hermes tool parsers."""
+    client: TestClient = client_for("qwen3", "qwen3", "hermes")
+    return client
+
+
+@pytest.fixture(scope="session")
+def r1(client_for: Any) -> TestClient:
+    """DeepSeek-V3's tokenizer served with the deepseek_r1 reasoning parser."""
+    client: TestClient = client_for("deepseek-v3", "deepseek_r1", None)
+    return client
+
+
+@pytest.fixture(scope="session")
 def default_client() -> TestClient:
     """The app as `make run` serves it: the embedded models folder."""
     return TestClient(create_app(Settings(models_dir=LAYER_MODELS)))

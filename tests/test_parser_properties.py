@@ -26,7 +26,6 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-import pytest
 from hypothesis import HealthCheck, event, given, note, settings
 from hypothesis import strategies as st
 
@@ -87,16 +86,6 @@ DS_PROMPTS = {
     "open": [*enc("<｜User｜>hi<｜Assistant｜>", DEEPSEEK), DS_THINK, *enc("\n", DEEPSEEK)],
     "closed": [*enc("<｜User｜>hi<｜Assistant｜>", DEEPSEEK), DS_THINK, DS_END_THINK],
 }
-
-
-@pytest.fixture(scope="module")
-def qwen(client_for: Any) -> Any:
-    return client_for(QWEN, "qwen3", "hermes")
-
-
-@pytest.fixture(scope="module")
-def r1(client_for: Any) -> Any:
-    return client_for(DEEPSEEK, "deepseek_r1", None)
 
 
 # --------------------------------------------------------------------------- text and JSON

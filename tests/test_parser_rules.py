@@ -79,16 +79,6 @@ TC_ARGS = {"city": "Paris"}
 TC = [TOOL, *enc('\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n'), END_TOOL]
 
 
-@pytest.fixture(scope="module")
-def qwen(client_for: Any) -> Any:
-    return client_for(QWEN, "qwen3", "hermes")
-
-
-@pytest.fixture(scope="module")
-def r1(client_for: Any) -> Any:
-    return client_for(DEEPSEEK, "deepseek_r1", None)
-
-
 def post(client: Any, body: dict[str, Any]) -> dict[str, Any]:
     response = client.post(CHAT, content=json.dumps(body),
                            headers={"content-type": "application/json"})
