@@ -77,7 +77,7 @@ from stream_chunks import (
     call,
     make_step,
     profile_step,
-    time_positions,
+    time_passes,
 )
 from tokenizers import Tokenizer
 
@@ -371,15 +371,8 @@ def run_core(args: argparse.Namespace, model_dir: Path, tokenizer: Tokenizer,
         positions.append(Position(1, number, number - 1,
                                   tokenizer.decode(output.ids[number - 1:number],
                                                    skip_special_tokens=False), body))
-    steps = [make_step(p, model) for p in positions]
     rounds = max(100, int(ROUNDS * args.scale))
-    for number in range(args.passes):
-        time_positions(positions, steps, rounds)
-        print(f"  core pass {number + 1}/{args.passes} done", file=sys.stderr)
-
-    print(f"machine: {machine_line()}; derender {revision()}")
-    print(f"before: {load_before}; after: {load_line()}")
-    print()
+    time_passes(positions, model, rounds, args.passes, "core pass", load_before)
     print(f"(a) Core. Qwen3 parser stream of {STREAM_IDS} ids, 1 id per chunk: `<think>`, "
           f"{output.reasoning_ids} ids of reasoning, `</think>`, blank line, a hermes call of "
           f"{len(output.ids) - output.call_start - 1} ids, EOS (finish \"stop\"); prompt of "

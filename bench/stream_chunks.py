@@ -160,6 +160,19 @@ def make_step(position: Position, model: ServedModel) -> Callable[[], tuple[int,
     return step
 
 
+def time_passes(positions: list[Position], model: ServedModel, rounds: int, passes: int,
+                label: str, load_before: str) -> None:
+    """Time every position over ``passes`` passes of ``rounds`` rounds, then print the
+    machine and load lines."""
+    steps = [make_step(p, model) for p in positions]
+    for number in range(passes):
+        time_positions(positions, steps, rounds)
+        print(f"  {label} {number + 1}/{passes} done", file=sys.stderr)
+    print(f"machine: {machine_line()}; derender {revision()}")
+    print(f"before: {load_before}; after: {load_line()}")
+    print()
+
+
 def time_positions(positions: list[Position], steps: list[Callable[[], tuple[int, int, int]]],
                    rounds: int) -> None:
     """One pass: ``rounds`` rounds, every position once per round, in rotating order."""
@@ -303,15 +316,8 @@ def main(argv: list[str] | None = None) -> int:
                                       tokenizer.decode(ids[start:start + stream.per_chunk]),
                                       body))
 
-    steps = [make_step(p, model) for p in positions]
     rounds = max(100, int(ROUNDS * args.scale))
-    for number in range(args.passes):
-        time_positions(positions, steps, rounds)
-        print(f"  pass {number + 1}/{args.passes} done", file=sys.stderr)
-
-    print(f"machine: {machine_line()}; derender {revision()}")
-    print(f"before: {load_before}; after: {load_line()}")
-    print()
+    time_passes(positions, model, rounds, args.passes, "pass", load_before)
     print(f"Qwen3 chat stream of {STREAM_IDS} ids of real text, prompt of {len(prompt_ids)} "
           f"ids; {rounds} rounds × {args.passes} passes, all positions interleaved; medians "
           "in µs (gc disabled while timing).")
