@@ -19,6 +19,7 @@ from tests.tokenizer_variants import (
     derive_llama31_tools,
     derive_mistral_tools,
     derive_mistral_tools_v3,
+    gunzip_tokenizer,
 )
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -27,10 +28,11 @@ TEST_MODELS = ROOT / "tests" / "models"
 FIXTURES = ROOT / "tests" / "fixtures" / "vllm-0.33"
 
 MODEL_NAMES = ("qwen3", "mistral-7b", "deepseek-v3", "gpt2", "llama3.1", "llama3.1-tools",
-               "mistral-tools", "mistral-tools-v3")
+               "mistral-tools", "mistral-tools-v3", "gpt-oss")
 DERIVED = {"llama3.1-tools": ("llama3.1", derive_llama31_tools),
            "mistral-tools": ("mistral-7b", derive_mistral_tools),
-           "mistral-tools-v3": ("mistral-7b", derive_mistral_tools_v3)}
+           "mistral-tools-v3": ("mistral-7b", derive_mistral_tools_v3),
+           "gpt-oss": ("gpt-oss", gunzip_tokenizer)}
 """Test models whose tokenizer files are derived from another's (tests/tokenizer_variants.py)."""
 
 

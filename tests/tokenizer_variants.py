@@ -11,6 +11,7 @@ files the ``llama3_json``/``pythonic`` fixtures were recorded with.
 
 from __future__ import annotations
 
+import gzip
 import json
 import shutil
 from collections.abc import Callable
@@ -86,3 +87,15 @@ def derive_mistral_tools_v3(source: Path, target: Path) -> bool:
     tokenizers before v11 have it without ``[ARGS]``: vLLM's ``mistral`` parser then reads the
     older grammar, a JSON list of calls after the marker."""
     return derive_added_tokens(source, target, MISTRAL_TOOLS_ADDED[:1])
+
+
+def gunzip_tokenizer(source: Path, target: Path) -> bool:
+    """``gpt-oss``: its 28 MB ``tokenizer.json`` is committed gzipped (4.4 MB), as its source
+    ships it; written next to it on demand (git-ignored). False when the archive is missing."""
+    archive = source / "tokenizer.json.gz"
+    if not archive.is_file():
+        return False
+    partial = target / "tokenizer.json.partial"
+    partial.write_bytes(gzip.decompress(archive.read_bytes()))
+    shutil.move(partial, target / "tokenizer.json")
+    return True

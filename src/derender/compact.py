@@ -83,7 +83,8 @@ def verify_folder(src: Path, dst: Path, texts: Iterable[str], seed: int = 0) -> 
     original = Tokenizer.from_file(str(src / TOKENIZER))
     compacted: Vocabulary = load_vocabulary(dst)
     full = load_vocabulary(src)
-    for field in ("special_ids", "eos_id", "model_eos_ids", "space_marker", "fast_path"):
+    for field in ("special_ids", "eos_id", "model_eos_ids", "space_marker", "fast_path",
+                  "byte_level"):
         if getattr(compacted, field) != getattr(full, field):
             raise CompactionError(f"{field} is {getattr(compacted, field)!r}, "
                                      f"{getattr(full, field)!r} from the original")

@@ -124,7 +124,7 @@ def derender_chat(body: DerenderChatRequest, model: ServedModel, max_n_sequences
         if parsing is not None:
             # The parser sees only generate_response's prompt ids, as in vLLM (§7.1).
             start = parsers.start(parsing, vocab, response.prompt_token_ids)
-            parsed, _ = parsers.feed(parsing, start, text, final=True)
+            parsed, _ = parsers.step(parsing, start, vocab, text, ids, final=True)
             message.update(parsed_message(parsing, parsed, response.request_id, choice.index))
             finish = parsers.finish_reason(parsing, finish, "tool_calls" in message) or finish
         choices.append({

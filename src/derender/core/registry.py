@@ -4,9 +4,11 @@ A models folder holds one folder per model: ``tokenizer.json`` or its decode-onl
 ``decode.json`` (one of them required), ``tokenizer_config.json`` (special tokens, EOS),
 ``generation_config.json`` (extra EOS ids), ``config.json`` (``max_position_embeddings`` →
 max_model_len) and an optional ``derender.json`` manifest (``served_names``,
-``reasoning_parser``, ``tool_parser``, ``max_model_len``, ``max_logprobs``). Folders are listed
-at start-up; a model's tokenizer is loaded on its first request and kept for the life of the
-process (a Lambda container).
+``reasoning_parser``, ``tool_parser``, ``max_model_len``, ``max_logprobs``). A ``config.json``
+with ``model_type`` "gpt_oss" makes the model a Harmony one, as in vLLM: its reasoning parser
+is ``openai_gptoss`` unless the manifest names one, and only the Harmony parsers fit it.
+Folders are listed at start-up; a model's tokenizer is loaded on its first request and kept
+for the life of the process (a Lambda container).
 """
 
 from __future__ import annotations
@@ -19,7 +21,13 @@ from pathlib import Path
 from typing import Any
 
 from derender.core.errors import NotFoundError
-from derender.core.parsers import REASONING_PARSERS, TOOL_PARSERS
+from derender.core.parsers import (
+    HARMONY_REASONING,
+    HARMONY_TOOLS,
+    REASONING_PARSERS,
+    TOOL_PARSERS,
+    harmony,
+)
 from derender.core.vocab import Vocabulary, decode_spec
 
 MANIFEST = "derender.json"
@@ -83,11 +91,20 @@ def read_model_info(folder: Path, parsers: ParserChoice | None = None) -> ModelI
     names = manifest.get("served_names") or [folder.name]
     if parsers is not None:
         manifest["reasoning_parser"], manifest["tool_parser"] = parsers
-    for key, known in (("reasoning_parser", REASONING_PARSERS), ("tool_parser", TOOL_PARSERS)):
+    is_harmony = config.get("model_type") == "gpt_oss"
+    if is_harmony and manifest.get("reasoning_parser") is None:
+        manifest["reasoning_parser"] = HARMONY_REASONING
+    for key, known, harmony_name in (("reasoning_parser", REASONING_PARSERS, HARMONY_REASONING),
+                                     ("tool_parser", TOOL_PARSERS, HARMONY_TOOLS)):
         name = manifest.get(key)
         if name is not None and name not in known:
             raise RuntimeError(f"{folder.name}: {key} {name!r} is not implemented "
                                f"(available: {', '.join(sorted(known))})")
+        if name is not None and (name == harmony_name) != is_harmony:
+            raise RuntimeError(
+                f"{folder.name}: {key} {name!r} does not fit the model: gpt-oss (model_type "
+                f"gpt_oss) output is Harmony, read by the {HARMONY_REASONING!r} reasoning and "
+                f"{HARMONY_TOOLS!r} tool parsers only, and they read nothing else")
     lengths = [v for k in _LENGTH_KEYS if isinstance(v := config.get(k), int) and v > 0]
     max_len = manifest.get("max_model_len") or min(lengths, default=None)
     return ModelInfo(
@@ -177,5 +194,10 @@ class ModelRegistry:
                 model = self._loaded.get(info.folder)
                 if model is None:
                     model = ServedModel(info, load_vocabulary(info.folder))
+                    if info.reasoning_parser == HARMONY_REASONING:
+                        try:
+                            harmony.tokens(model.vocab)
+                        except ValueError as error:
+                            raise RuntimeError(f"{info.folder.name}: {error}") from None
                     self._loaded[info.folder] = model
         return model

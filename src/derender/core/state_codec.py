@@ -1,5 +1,5 @@
 """The compact binary encoding of stream states: unsigned LEB128 varints and length-prefixed
-UTF-8. ``stream_state`` lays out a whole state with it; each tool-call format writes and
+UTF-8 (or bytes). ``stream_state`` lays out a whole state with it; each tool-call format writes and
 reads its own part. Only ever decoded after the token's MAC was verified, and still checked:
 a malformed payload raises ``ValueError`` (or ``IndexError``/``UnicodeDecodeError``)."""
 
@@ -33,7 +33,9 @@ class Writer:
             self.uint(value)
 
     def text(self, value: str) -> None:
-        data = value.encode("utf-8", "surrogatepass")
+        self.blob(value.encode("utf-8", "surrogatepass"))
+
+    def blob(self, data: bytes) -> None:
         self.uint(len(data))
         self.out += data
 
@@ -64,12 +66,15 @@ class Reader:
         return tuple(self.uint() for _ in range(count))
 
     def text(self) -> str:
+        return self.blob().decode("utf-8", "surrogatepass")
+
+    def blob(self) -> bytes:
         size = self.uint()
         data = self.data[self.pos:self.pos + size]
         if len(data) != size:
-            raise ValueError("truncated text")
+            raise ValueError("truncated bytes")
         self.pos += size
-        return data.decode("utf-8", "surrogatepass")
+        return bytes(data)
 
     def choice(self, options: tuple[str, ...]) -> str:
         """One of ``options``, written as its index."""

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from derender.core.detokenizer import DecodeWindow
 from derender.core.errors import BadRequestError
-from derender.core.parsers import FORMATS_BY_TAG, ParserState, format_of
+from derender.core.parsers import FORMATS_BY_TAG, ParserState, format_of, harmony
 from derender.core.parsers.reasoning import ReasoningState
 from derender.core.state_codec import MAX_VALUE, Reader, Writer
 
@@ -89,10 +89,9 @@ def encode_state(state: StreamState) -> bytes:
     return bytes(w.out)
 
 
-_PARSER, _CALLS_KEPT, _REASONING, _IN_REASONING, _TOOLS = 1, 2, 4, 8, 16
-_TAG_SHIFT = 5
-"""The parser flags; above them the tool-call format's tag (hermes: 0, so hermes states
-read as they did before formats were tagged)."""
+_PARSER, _CALLS_KEPT, _REASONING, _IN_REASONING, _TOOLS, _HARMONY = 1, 2, 4, 8, 16, 32
+_TAG_SHIFT = 6
+"""The parser flags; above them the tool-call format's tag."""
 
 
 def _encode_parser(w: Writer, parser: ParserState | None) -> None:
@@ -103,11 +102,14 @@ def _encode_parser(w: Writer, parser: ParserState | None) -> None:
     fmt = None if tools is None else format_of(tools)
     w.uint(_PARSER | (_CALLS_KEPT if parser.calls_kept else 0)
            | (0 if thought is None else _REASONING | (_IN_REASONING if thought.reasoning else 0))
-           | (0 if fmt is None else _TOOLS | fmt.tag << _TAG_SHIFT))
+           | (0 if fmt is None else _TOOLS | fmt.tag << _TAG_SHIFT)
+           | (0 if parser.harmony is None else _HARMONY))
     if thought is not None:
         w.text(thought.held)
     if fmt is not None and tools is not None:
         fmt.write(tools, w)
+    if parser.harmony is not None:
+        harmony.encode(parser.harmony, w)
 
 
 def _decode_parser(r: Reader) -> ParserState | None:
@@ -123,7 +125,8 @@ def _decode_parser(r: Reader) -> ParserState | None:
         tools = fmt.decode(r)
     elif flags >> _TAG_SHIFT:
         raise ValueError("a tool-call format without its state")
-    return ParserState(thought, tools, bool(flags & _CALLS_KEPT))
+    machine = harmony.decode(r) if flags & _HARMONY else None
+    return ParserState(thought, tools, bool(flags & _CALLS_KEPT), machine)
 
 
 def decode_state(payload: bytes) -> StreamState:

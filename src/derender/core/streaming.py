@@ -156,6 +156,8 @@ def advance(settings: StreamSettings, state: StreamState, choice: GenerateStream
     if finish is None and ids and is_stop_token(vocab, ids[-1], stops):
         pending, ids = ids[-1], ids[:-1]
     kept, stop_reason = drop_stop_token(vocab, ids, finish, choice.stop_reason, stops)
+    if not received:  # a finish of its own reports its own stop_reason, as vLLM streams it
+        stop_reason = choice.stop_reason
     progress = state.stop
     window = state.window
     if progress.stopped:
@@ -182,7 +184,8 @@ def advance(settings: StreamSettings, state: StreamState, choice: GenerateStream
     reasoning = ""
     calls: tuple[ToolCallDelta, ...] = ()
     if settings.parsing is not None and parser is not None and not state.stop.stopped:
-        parsed, parser = parsers.feed(settings.parsing, parser, text, final=finish is not None)
+        parsed, parser = parsers.step(settings.parsing, parser, vocab, text, received,
+                                      final=finish is not None)
         text, reasoning, calls = parsed.content, parsed.reasoning, tuple(parsed.calls)
         if finish is not None:
             finish = parsers.finish_reason(settings.parsing, finish, parser.calls_kept)

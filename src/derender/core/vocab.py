@@ -150,6 +150,9 @@ class Vocabulary:
     space_marker: str | None
     fast_path: bool
     """True when the decoder is prefix-consistent (see ``_PREFIX_CONSISTENT_DECODERS``)."""
+    byte_level: bool = False
+    """The decoder is GPT-2's byte-level one alone: every piece spells its bytes in that
+    alphabet (what the Harmony parser reads token bytes from)."""
 
     @functools.cached_property
     def _ids(self) -> dict[str, int]:
@@ -261,4 +264,5 @@ class Vocabulary:
             model_eos_ids=frozenset(model_eos),
             space_marker=spec.get("space_marker"),
             fast_path=bool(decoders) and decoders <= _PREFIX_CONSISTENT_DECODERS,
+            byte_level=decoders == {"ByteLevel"},
         )

@@ -3,7 +3,9 @@ remains, each an incremental machine with plain-data state (vLLM §7, design §6
 
 Tool-call formats are registered in ``TOOL_FORMATS`` under vLLM's parser names, one module
 each, all with the interface of ``tools.ToolFormat``; the stream state stores a format's tag
-with its state."""
+with its state. gpt-oss models (``model_type`` "gpt_oss") are parsed from token ids instead,
+reasoning and tool calls at once (``harmony``), as vLLM's ``openai_gptoss`` and ``openai``
+parsers do."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from typing import Any
 from derender.core.errors import BadRequestError
 from derender.core.parsers import (
     deepseek,
+    harmony,
     hermes,
     llama3_json,
     mistral,
@@ -43,8 +46,11 @@ PARSED_UNDER_NONE = frozenset({"mistral", "qwen3_coder"})
 """Formats whose calls vLLM still parses under ``tool_choice`` "none", dropping them with
 their markup (the others leave the output as content)."""
 
-REASONING_PARSERS = frozenset(reasoning.FORMATS)
-TOOL_PARSERS = frozenset(TOOL_FORMATS)
+HARMONY_REASONING, HARMONY_TOOLS = "openai_gptoss", "openai"
+"""vLLM's names for the Harmony parsers (gpt-oss models only; the reasoning one is their
+default)."""
+REASONING_PARSERS = frozenset({*reasoning.FORMATS, HARMONY_REASONING})
+TOOL_PARSERS = frozenset({*TOOL_FORMATS, HARMONY_TOOLS})
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +76,9 @@ class ParserSettings:
     """Each marker and how it appears in text decoded with the marked vocabulary."""
     request_tools: tuple[Any, ...] = ()
     """The request's ``tools`` when calls are parsed (formats typing arguments read them)."""
+    harmony: bool = False
+    """A gpt-oss model: the output is Harmony, parsed from token ids (``tool_format``
+    "openai" when function messages are tool calls)."""
 
     @property
     def spelling(self) -> dict[str, str]:
@@ -92,6 +101,8 @@ class ParserState:
     """The tool-call format's state (the type says which format)."""
     calls_kept: bool = False
     """A kept tool call was emitted (finish_reason becomes "tool_calls")."""
+    harmony: harmony.HarmonyState | None = None
+    """The Harmony machine's state (gpt-oss models; then the other two are None)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +130,14 @@ def parser_settings(reasoning_parser: str | None, tool_parser: str | None,
     choice: Any = request.tool_choice
     named = isinstance(choice, dict)
     forced = named or choice == "required"
+    if reasoning_parser == HARMONY_REASONING or tool_parser == HARMONY_TOOLS:
+        return ParserSettings(
+            reasoning=None, thinking=True, tool_format=tool_parser,
+            keep_calls=forced or (choice == "auto" and tool_parser is not None
+                                  and bool(request.tools)),
+            forced=forced, named=named, forced_name=None,
+            parallel=request.parallel_tool_calls is not False,
+            include_reasoning=request.include_reasoning, harmony=True)
     under_none = tool_parser in PARSED_UNDER_NONE and not (
         tool_parser == "mistral"
         and mistral.older_grammar(lambda m: vocab.token_id(m) is not None))
@@ -139,6 +158,8 @@ def parser_settings(reasoning_parser: str | None, tool_parser: str | None,
 
 def start(settings: ParserSettings, vocab: Vocabulary, prompt_ids: Sequence[int] | None
           ) -> ParserState:
+    if settings.harmony:
+        return ParserState(None, None, harmony=harmony.HarmonyState())
     fmt = settings.reasoning
     return ParserState(
         reasoning=None if fmt is None else reasoning.start(fmt, vocab, prompt_ids,
@@ -146,6 +167,31 @@ def start(settings: ParserSettings, vocab: Vocabulary, prompt_ids: Sequence[int]
         tools=None if settings.tool_format is None else
         TOOL_FORMATS[settings.tool_format].start(),
     )
+
+
+def step(settings: ParserSettings, state: ParserState, vocab: Vocabulary, text: str,
+         ids: Sequence[int], final: bool) -> tuple[ParsedDelta, ParserState]:
+    """Reasoning, content and tool-call deltas of an output's next part: its text (decoded
+    with ``vocab.marked``) or, for Harmony, its token ids."""
+    if not settings.harmony:
+        return feed(settings, state, text, final)
+    if state.harmony is None:
+        raise BadRequestError(OTHER_FORMAT)
+    delta, machine = harmony.feed(state.harmony, settings.tool_format == HARMONY_TOOLS,
+                                  harmony.tokens(vocab), ids, final)
+    calls = _kept(settings, delta.calls)
+    return (ParsedDelta(delta.reasoning if settings.include_reasoning else "", delta.content,
+                        calls),
+            ParserState(None, None, state.calls_kept or bool(calls), machine))
+
+
+def _kept(settings: ParserSettings, calls: list[ToolCallDelta]) -> list[ToolCallDelta]:
+    """The calls the request keeps (vLLM §7.1: ``tool_choice``, ``parallel_tool_calls``)."""
+    if not settings.keep_calls:
+        return []
+    if not settings.parallel:
+        return [c for c in calls if c.index == 0]
+    return calls
 
 
 def feed(settings: ParserSettings, state: ParserState, text: str, final: bool
@@ -166,10 +212,7 @@ def feed(settings: ParserSettings, state: ParserState, text: str, final: bool
             raise BadRequestError(OTHER_FORMAT)
         content, calls, tool_state = fmt.step(tool_state, content, final,
                                               settings.tool_context())
-        if not settings.keep_calls:
-            calls = []
-        elif not settings.parallel:
-            calls = [c for c in calls if c.index == 0]
+        calls = _kept(settings, calls)
     calls = [ToolCallDelta(c.index, c.name, c.arguments.translate(RESTORE_MARKUP))
              for c in calls]
     delta = ParsedDelta((thought if settings.include_reasoning else "").translate(RESTORE_MARKUP),
