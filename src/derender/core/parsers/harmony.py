@@ -148,19 +148,20 @@ def _trim(text: str) -> str:
 
 def parse_header(raw: bytes, role_given: bool) -> Header | None:
     """A header's role, channel, recipient and content type; None where the Harmony parser
-    refuses it."""
+    refuses it. vLLM then cuts a recipient at ``<|constrain|>`` (older Harmony builds left
+    content types there)."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
         return None
     channel = None
-    at = text.find(CHANNEL)
-    if at >= 0:
+    while (at := text.find(CHANNEL)) >= 0:  # the first names the channel; later ones go too
         after = text[at + len(CHANNEL):]
         end = next((i for i, c in enumerate(after) if c in WHITE_SPACE or c == "<"), len(after))
-        if end == 0:
-            return None
-        channel = after[:end]
+        if channel is None:
+            if end == 0:
+                return None
+            channel = after[:end]
         text = text[:at] + after[end:]
     text = _trim(text)
     if CONSTRAIN in text:
@@ -192,6 +193,8 @@ def parse_header(raw: bytes, role_given: bool) -> Header | None:
                 recipient = parts.pop().removeprefix("to=")
     if parts:
         return None
+    if recipient is not None and (cut := recipient.find(CONSTRAIN)) >= 0:
+        recipient = recipient[:cut].rstrip() or None  # vLLM's _normalize_recipient
     return Header(role, channel, recipient, content_type)
 
 
