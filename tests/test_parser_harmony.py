@@ -6,23 +6,24 @@ Expected values come from the Harmony format as openai_harmony parses it (vLLM 0
 ``HarmonyParser``), not from our code: the recorded cases 320-363 (scripts/tool_cases/harmony.py
 lists their outputs) show most rules against the real server, and the comments name them.
 The header grammar: the header's bytes decoded strictly as UTF-8; ``<|channel|>`` and the
-channel name (up to whitespace or ``<``) taken out; trimmed; a space put before
+channel name (up to whitespace or ``<``) taken out, and every later ``<|channel|>`` with the
+name after it; trimmed; a space put before
 ``<|constrain|>``; split on ASCII whitespace; the first message's role is the assistant's (a
 leading ``assistant`` part is dropped), later messages name it first (exact case); of the parts
 left, the last ``to=`` one is the recipient, a single one is the recipient, else the last is the
-content type and the one before the recipient; anything more refuses the header.
+content type and the one before the recipient; anything more refuses the header; vLLM cuts a
+recipient at ``<|constrain|>``.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import event, given, note, settings
+from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 from derender.core.parsers import harmony
@@ -32,13 +33,9 @@ from derender.core.state_codec import Reader, Writer
 from tests.conftest import model_folder, require_model, tokenizer, vocabulary
 from tests.test_parser_properties import (
     PROPS,
-    check_equal,
-    chunkings,
-    fold,
-    non_streaming,
     post,
-    streaming,
 )
+from tests.test_streaming_properties import bytes_to_unicode
 from tests.tool_streams import auto_with_tools, ids_of, requests, run_both
 
 MODEL = "gpt-oss"
@@ -57,21 +54,7 @@ def enc(text: str) -> list[int]:
     return list(tokenizer(MODEL).encode(text, add_special_tokens=False).ids)
 
 
-def _bytes_to_unicode() -> dict[int, str]:
-    """GPT-2's byte-level alphabet: byte -> the character its token is spelled with."""
-    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1),
-                 *range(ord("®"), ord("ÿ") + 1)]
-    chars = list(printable)
-    n = 0
-    for b in range(256):
-        if b not in printable:
-            printable.append(b)
-            chars.append(256 + n)
-            n += 1
-    return {b: chr(c) for b, c in zip(printable, chars, strict=True)}
-
-
-BYTE_CHARS = _bytes_to_unicode()
+BYTE_CHARS = bytes_to_unicode()
 
 
 def byte(value: int) -> int:
@@ -263,6 +246,15 @@ CHANNEL_RULES: list[tuple[str, Parts, str, str, list[tuple[str, str]]]] = [
     ("plain_text", ["Hello world", RETURN], "", "Hello world<|return|>", []),
     ("plain_text_cut", ["Hello world, no channels here."], "",
      "Hello world, no channels here.", []),
+    # 364: the first <|channel|> names the channel; every later one leaves the header with
+    # its name (so "final get_weather<|channel|>analysis" is a call to get_weather)
+    ("later_channels", ["<|channel|>final<|channel|>analysis<|message|>Final after all." + NEXT
+                        + "<|channel|>final get_weather<|channel|>analysis<|message|>Paris",
+                        CALL], "", "Final after all.", [("get_weather", "Paris")]),
+    # 365: a recipient starting with <|constrain|> is cut there (vLLM's _normalize_recipient):
+    # none is left, so commentary is content
+    ("constrained_commentary", [ANALYSIS + NEXT + "<|channel|>commentary<|constrain|>json"
+                                "<|message|>{}", RETURN], THOUGHT, "{}", []),
 ]
 
 
@@ -411,27 +403,6 @@ PROMPT = enc("<|start|>user<|message|>Weather in Paris? 🌦<|end|><|start|>assi
 SERVERS = {"both": ("openai_gptoss", "openai"), "reasoning_only": ("openai_gptoss", None)}
 
 
-def run_both_eos(client: Any, ids: list[int], request: dict[str, Any], data: st.DataObject
-                 ) -> dict[str, Any]:
-    """``run_both`` for an output ending on a generation_config EOS other than the tokenizer's
-    (<|call|>, <|endoftext|>), whose stop_reason is that id: the finish comes with the last
-    ids. (A finish-only chunk reports its own stop_reason, as vLLM's engine sends it
-    (streaming.py); the shared harness sends none there, so it would read null.)"""
-    note(f"ids={ids}\ntext={tokenizer(MODEL).decode(ids, skip_special_tokens=False)!r}")
-    rid = f"props-{data.draw(st.integers(0, 10**6), label='rid')}"
-    expected = non_streaming(client, MODEL, ids, "stop", PROMPT, request, rid)
-    assert expected["stop_reason"] == ids[-1]
-    chunking = data.draw(chunkings(len(ids)), label="chunking")
-    if chunking.finish_alone:
-        calls = [*chunking.calls[:-1], chunking.calls[-1] - 1]
-        chunking = dataclasses.replace(chunking, finish_alone=False,
-                                       calls=[c for c in calls if c])
-    chunks = streaming(client, MODEL, ids, "stop", PROMPT, request, rid, chunking)
-    check_equal(fold(chunks, request), expected, ids, request, "stop")
-    event(f"calls: {len(expected['message'].get('tool_calls') or [])}")
-    return expected
-
-
 @settings(PROPS, max_examples=200)
 @given(data=st.data())
 def test_harmony_stream_folds_to_message(client_for: Any, data: st.DataObject) -> None:
@@ -452,10 +423,7 @@ def test_harmony_stream_folds_to_message(client_for: Any, data: st.DataObject) -
         finish = "stop"
     else:
         finish = "length"
-    if ids[-1] in (CALL, ENDOFTEXT) and finish == "stop":
-        expected = run_both_eos(client, ids, request, data)
-    else:
-        expected = run_both(client, MODEL, ids, finish, PROMPT, request, data)
+    expected = run_both(client, MODEL, ids, finish, PROMPT, request, data)
     if not clean:
         return
     calls: list[tuple[str, str]] = []

@@ -77,7 +77,7 @@ def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
         yield get
 
 
-def _bytes_to_unicode() -> dict[int, str]:
+def bytes_to_unicode() -> dict[int, str]:
     """GPT-2's byte → printable character table (byte-level BPE single-byte pieces)."""
     printable = (list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1))
                  + list(range(ord("®"), ord("ÿ") + 1)))
@@ -98,7 +98,7 @@ def byte_ids(name: str) -> tuple[int, ...]:
     fallback = [index.get(f"<0x{b:02X}>") for b in range(256)]
     if all(i is not None for i in fallback):
         return tuple(i for i in fallback if i is not None)
-    table = _bytes_to_unicode()
+    table = bytes_to_unicode()
     level = [index.get(table[b]) for b in range(256)]
     assert all(i is not None for i in level), f"{name}: no single-byte token for some byte"
     return tuple(i for i in level if i is not None)

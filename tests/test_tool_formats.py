@@ -48,7 +48,8 @@ FORMATS = (hermes.FORMAT, llama3_json.FORMAT, pythonic.FORMAT)
 
 def test_every_format_is_registered_with_its_own_tag_and_state() -> None:
     assert {"hermes", "llama3_json", "pythonic", "deepseek_v3", "deepseek_v31", "mistral",
-            "qwen3_coder"} == parsers.TOOL_PARSERS
+            "qwen3_coder"} == set(parsers.TOOL_FORMATS)
+    assert {*parsers.TOOL_FORMATS, "openai"} == parsers.TOOL_PARSERS  # Harmony: no text format
     assert {fmt.tag for fmt in FORMATS} == {0, 1, 2}
     assert len({fmt.state_type for fmt in FORMATS}) == len(FORMATS)
     for fmt in FORMATS:
@@ -98,13 +99,13 @@ def test_the_stream_state_carries_the_format_tag() -> None:
                             parser=parsers.ParserState(ReasoningState(True, "<thi"), tools, True))
         fields = fields_of(state)
         parser = fields["parser"]
-        assert parser[0] >> 5 == fmt.tag  # the tag above the five flag bits
+        assert parser[0] >> 6 == fmt.tag  # the tag above the six flag bits
         again = decode_state(encode_state(state))
         assert again == state
         assert parsers.format_of(again.parser.tools) is fmt  # type: ignore[union-attr]
         head = b"".join(v for k, v in fields.items() if k != "parser")
-        for other in {0, 1, 2, 3, 31} - {fmt.tag}:
-            forged = head + leb128(parser[0] & 31 | other << 5) + parser[1:]
+        for other in {0, 1, 2, 3, 63} - {fmt.tag}:
+            forged = head + leb128(parser[0] & 63 | other << 6) + parser[1:]
             with pytest.raises(BadRequestError, match="malformed"):
                 decode_state(forged)
 

@@ -156,8 +156,6 @@ def advance(settings: StreamSettings, state: StreamState, choice: GenerateStream
     if finish is None and ids and is_stop_token(vocab, ids[-1], stops):
         pending, ids = ids[-1], ids[:-1]
     kept, stop_reason = drop_stop_token(vocab, ids, finish, choice.stop_reason, stops)
-    if not received:  # a finish of its own reports its own stop_reason, as vLLM streams it
-        stop_reason = choice.stop_reason
     progress = state.stop
     window = state.window
     if progress.stopped:
