@@ -28,6 +28,7 @@ from typing import Any
 os.environ.setdefault("VLLM_TARGET_DEVICE", "cpu")
 os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")
 
+from tool_cases.harmony import BYTE_PIECES
 from transformers import PreTrainedTokenizerFast
 from vllm.entrypoints.openai.chat_completion.protocol import ChatCompletionRequest
 from vllm.parser.harmony import HarmonyParser
@@ -67,12 +68,8 @@ SPECIAL = ["<|start|>", "<|end|>", "<|call|>", "<|return|>", "<|message|>", "<|c
 
 
 def byte_tokens(tok: PreTrainedTokenizerFast) -> list[int]:
-    """The 256 single-byte tokens (GPT-2 byte-level alphabet)."""
-    printable = [*range(0x21, 0x7F), *range(0xA1, 0xAD), *range(0xAE, 0x100)]
-    chars = {b: chr(b) for b in printable}
-    chars.update((b, chr(0x100 + n)) for n, b in enumerate(
-        b for b in range(256) if b not in printable))
-    return [tok.convert_tokens_to_ids(chars[b]) for b in range(256)]
+    """The 256 single-byte tokens (GPT-2 byte-level alphabet, as the recorder spells them)."""
+    return [tok.convert_tokens_to_ids(BYTE_PIECES[b]) for b in range(256)]
 
 
 class Generator:

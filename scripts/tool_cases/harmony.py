@@ -1,4 +1,4 @@
-"""harmony (cases 320-363): gpt-oss Harmony output on three servers of the gpt-oss tokenizer
+"""harmony (cases 320-366): gpt-oss Harmony output on three servers of the gpt-oss tokenizer
 (``o200k_harmony``), whose config says model_type gpt_oss, so vLLM reads the output with its
 Harmony parser: the ``openai`` tool parser and the ``openai_gptoss`` reasoning parser together,
 the tool parser alone, the reasoning parser alone. (Recorded: without a reasoning parser vLLM
@@ -106,6 +106,9 @@ UNICODE = ("<|channel|>analysis<|message|>Café in 東京? Weather 🌦 first." 
 PARTIAL_UTF8 = ("<|channel|>analysis<|message|>Rain?" + NEXT
                 + "<|channel|>final<|message|>Sun ⟪F0⟫⟪9F⟫")
 INVALID_BYTE = "<|channel|>final<|message|>Bad ⟪80⟫ byte, then more text."
+LATER_CHANNELS = ("<|channel|>final<|channel|>analysis<|message|>Final after all." + NEXT
+                  + "<|channel|>final get_weather<|channel|>analysis<|message|>Paris")
+CONSTRAINED_COMMENTARY = ANALYSIS + NEXT + "<|channel|>commentary<|constrain|>json<|message|>{}"
 
 CASES = [
     Case(BOTH, "reasoning_final", REASONING_FINAL),
@@ -154,6 +157,9 @@ CASES = [
     Case(BOTH, "tool_choice_none", REASONING_TOOL, eos=CALL, request={"tool_choice": "none"},
          stream="small"),
     Case(TOOLS_ONLY, "reasoning_tool", REASONING_TOOL, eos=CALL, stream="small"),
+    Case(BOTH, "later_channels", LATER_CHANNELS, eos=CALL),
+    Case(BOTH, "constrained_commentary", CONSTRAINED_COMMENTARY),
+    Case(BOTH, "later_channels", LATER_CHANNELS, eos=CALL, stream="small"),
 ]
 
 
