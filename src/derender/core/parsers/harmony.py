@@ -85,10 +85,12 @@ class HarmonyState:
 
 @dataclass(frozen=True, slots=True)
 class Header:
+    """What of a header decides a message's kind (its content type only places the
+    recipient: arguments are kept as written, whatever type they claim)."""
+
     role: str
     channel: str | None
     recipient: str | None
-    content_type: str | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,9 +149,9 @@ def _trim(text: str) -> str:
 
 
 def parse_header(raw: bytes, role_given: bool) -> Header | None:
-    """A header's role, channel, recipient and content type; None where the Harmony parser
-    refuses it. vLLM then cuts a recipient at ``<|constrain|>`` (older Harmony builds left
-    content types there)."""
+    """A header's role, channel and recipient; None where the Harmony parser refuses it.
+    vLLM then cuts a recipient at ``<|constrain|>`` (older Harmony builds left content types
+    there)."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
@@ -180,22 +182,20 @@ def parse_header(raw: bytes, role_given: bool) -> Header | None:
         return None
     if parts and parts[0] == role:
         parts.pop(0)
-    recipient = content_type = None
+    recipient = None
     if parts:
         count, last = len(parts), parts.pop()
         if last.startswith("to="):
             recipient = last[3:]
         elif count == 1:
             recipient = last
-        else:
-            content_type = last
-            if parts:
-                recipient = parts.pop().removeprefix("to=")
+        else:  # the last part is the content type, the one before it the recipient
+            recipient = parts.pop().removeprefix("to=")
     if parts:
         return None
     if recipient is not None and (cut := recipient.find(CONSTRAIN)) >= 0:
         recipient = recipient[:cut].rstrip() or None  # vLLM's _normalize_recipient
-    return Header(role, channel, recipient, content_type)
+    return Header(role, channel, recipient)
 
 
 def _split_ascii(text: str) -> list[str]:
