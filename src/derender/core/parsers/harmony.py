@@ -66,6 +66,9 @@ class Kind(IntEnum):
 
 @dataclass(frozen=True, slots=True)
 class HarmonyState:
+    """Where the machine stands between two chunks: plain data, at most ``MAX_HEADER`` bytes
+    held, encoded into the stream state by ``encode``."""
+
     phase: Phase = Phase.HEADER
     held: bytes = b""
     """HEADER/BETWEEN: the bytes of the unfinished message (what the recovery returns);
@@ -312,10 +315,9 @@ class _Run:
                 else:
                     self.header_token(harmony.token_bytes(token))
             elif token == harmony.start:  # BETWEEN; anything else is refused
-                self.state = replace(self.state, phase=Phase.HEADER,
-                                     held=self.state.held + harmony.token_bytes(token))
-                if len(self.state.held) > MAX_HEADER:
-                    self.header_token(b"")
+                self.state = replace(self.state, phase=Phase.HEADER)
+                self.header_token(harmony.token_bytes(token))
+                self.state = replace(self.state, header_len=0)  # the header starts after it
         if run:
             self.content_bytes(b"".join(run), final=False)
 
