@@ -16,6 +16,7 @@ from derender.core.bounds import (
 from derender.core.detokenizer import seed_window
 from derender.core.errors import BadRequestError
 from derender.core.logprobs import chat_logprobs, resolve_logprobs
+from derender.core.parsers.tools import ParsedDelta
 from derender.core.registry import ServedModel
 from derender.core.sequence import decode_settings, sequence_text
 from derender.core.stream_state import StreamState
@@ -57,7 +58,7 @@ def chat_top_logprobs(request: ChatRequest | None) -> int | None:
     return request.top_logprobs
 
 
-def parsed_message(parsing: parsers.ParserSettings, parsed: parsers.ParsedDelta,
+def parsed_message(parsing: parsers.ParserSettings, parsed: ParsedDelta,
                    request_id: str, index: int) -> JSON:
     """Content, reasoning and tool calls of a whole parsed output (vLLM §7.1 assembly)."""
     calls: dict[int, list[str]] = {}

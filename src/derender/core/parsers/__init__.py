@@ -26,7 +26,13 @@ from derender.core.parsers import (
     reasoning,
 )
 from derender.core.parsers.reasoning import ReasoningFormat, ReasoningState
-from derender.core.parsers.tools import ToolCallDelta, ToolContext, ToolFormat, ToolState
+from derender.core.parsers.tools import (
+    ParsedDelta,
+    ToolCallDelta,
+    ToolContext,
+    ToolFormat,
+    ToolState,
+)
 from derender.core.vocab import MARKUP, RESTORE_MARKUP, Vocabulary
 from derender.protocol import ChatRequest
 
@@ -105,13 +111,6 @@ class ParserState:
     """The Harmony machine's state (gpt-oss models; then the other two are None)."""
 
 
-@dataclass(frozen=True, slots=True)
-class ParsedDelta:
-    reasoning: str
-    content: str
-    calls: list[ToolCallDelta]
-
-
 def template_thinking(request: ChatRequest) -> bool:
     """``enable_thinking`` as the chat template saw it: the request's kwargs, else derived
     from ``reasoning_effort`` ("none" switches thinking off), else on."""
@@ -180,8 +179,8 @@ def step(settings: ParserSettings, state: ParserState, vocab: Vocabulary, text: 
     delta, machine = harmony.feed(state.harmony, settings.tool_format == HARMONY_TOOLS,
                                   harmony.tokens(vocab), ids, final)
     calls = _kept(settings, delta.calls)
-    return (ParsedDelta(delta.reasoning if settings.include_reasoning else "", delta.content,
-                        calls),
+    reasoning = delta.reasoning if settings.include_reasoning else ""
+    return (ParsedDelta(reasoning, delta.content, calls),
             ParserState(None, None, state.calls_kept or bool(calls), machine))
 
 

@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from enum import IntEnum
 
-from derender.core.parsers.tools import ToolCallDelta, merge
+from derender.core.parsers.tools import ParsedDelta, ToolCallDelta, merge
 from derender.core.state_codec import Reader, Writer
 from derender.core.vocab import Vocabulary
 
@@ -106,13 +106,6 @@ class Tokens:
     token_bytes: Callable[[int], bytes]
 
 
-@dataclass(frozen=True, slots=True)
-class Delta:
-    reasoning: str
-    content: str
-    calls: list[ToolCallDelta]
-
-
 def _byte_level_table() -> dict[int, int]:
     """GPT-2 byte-level alphabet: the character standing for each byte → that byte."""
     printable = [*range(0x21, 0x7F), *range(0xA1, 0xAD), *range(0xAE, 0x100)]
@@ -125,8 +118,22 @@ def _byte_level_table() -> dict[int, int]:
 _UNBYTE = _byte_level_table()
 
 
+_TOKENS: dict[int, tuple[Vocabulary, Tokens]] = {}
+"""``tokens`` per vocabulary (by identity; a served model's vocabulary lives as long as the
+process), so a chunk does not look the markers up again."""
+
+
 def tokens(vocab: Vocabulary) -> Tokens:
     """The Harmony ids of a byte-level vocabulary (``ValueError`` for any other)."""
+    known = _TOKENS.get(id(vocab))
+    if known is not None and known[0] is vocab:
+        return known[1]
+    found = _find_tokens(vocab)
+    _TOKENS[id(vocab)] = (vocab, found)
+    return found
+
+
+def _find_tokens(vocab: Vocabulary) -> Tokens:
     ids = {name: vocab.token_id(name) for name in (START, MESSAGE, *STOPS)}
     missing = [name for name, token in ids.items() if token is None]
     if missing:
@@ -336,13 +343,14 @@ class _Run:
 
 
 def feed(state: HarmonyState, tools: bool, harmony: Tokens, ids: Iterable[int], final: bool
-         ) -> tuple[Delta, HarmonyState]:
+         ) -> tuple[ParsedDelta, HarmonyState]:
     """Reasoning, content and tool-call deltas of new token ids; ``final``: the output ends."""
     run = _Run(state, tools)
     run.feed(ids, harmony)
     if final:
         run.finish()
-    return (Delta("".join(run.reasoning), "".join(run.content), merge(run.calls)), run.state)
+    return (ParsedDelta("".join(run.reasoning), "".join(run.content), merge(run.calls)),
+            run.state)
 
 
 _KINDS = tuple(Kind)

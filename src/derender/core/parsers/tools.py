@@ -33,6 +33,15 @@ class ToolCallDelta:
 
 
 @dataclass(frozen=True, slots=True)
+class ParsedDelta:
+    """What the parsers make of a part of the output: reasoning, content, tool-call deltas."""
+
+    reasoning: str
+    content: str
+    calls: list[ToolCallDelta]
+
+
+@dataclass(frozen=True, slots=True)
 class ToolContext:
     """What the request and the vocabulary tell a format (the same on every call)."""
 
