@@ -136,6 +136,9 @@ EXPECTED: dict[str, Expected] = {
     # vLLM 0.33's plain JSON stream state, which we refuse
     "http-api-v2.chat.bad-stream-state": NOT_A_TOKEN,
     "http-api-v2.chat.stream": ChatChunk(STREAMING, "evt-http-chat-stream"),
+    # the same call through an IAM-authorized route, and through a JWT-authorized one
+    "http-api-v2.chat.stream.iam": ChatChunk(STREAMING, "evt-http-chat-stream"),
+    "http-api-v2.chat.stream.jwt": ChatChunk(STREAMING, "evt-http-chat-stream"),
     "http-api-v2.chat.unknown-model": not_found("gpt-4o"),
     "http-api-v2.chat.wrong-content-type": MEDIA_TYPE,
     "http-api-v2.completions": Completion(PARIS, "evt-http-cmpl", 4, 11),
@@ -166,6 +169,7 @@ EXPECTED: dict[str, Expected] = {
     # cut off after 106 characters, inside the token id list
     "function-url.completions.malformed-json.base64": json_invalid(106),
     "function-url.completions.stream": CompletionChunk(THROUGH, "evt-url-cmpl-stream"),
+    "function-url.completions.stream.iam": CompletionChunk(THROUGH, "evt-url-cmpl-stream"),
     "function-url.completions.unknown-model": not_found("qwen3-235b"),
     "function-url.health": Health(),
 }

@@ -26,6 +26,7 @@ from derender.app.errors import (
 )
 from derender.app.keys import key_provider
 from derender.aws_models import download_models
+from derender.callers import caller_of
 from derender.core.bounds import RequestLimits, check_request_limits
 from derender.core.chat import derender_chat, derender_chat_stream
 from derender.core.completions import derender_completion, derender_completion_stream
@@ -161,7 +162,8 @@ def create_app(settings: Settings | None = None, registry: ModelRegistry | None 
 
     async def handle(request: Request, adapter: TypeAdapter[Any], batch: TypeAdapter[Any],
                      run: Callable[[Any, ServedModel], JSON],
-                     run_stream: Callable[[Any, ServedModel, StreamState | None, int],
+                     run_stream: Callable[[Any, ServedModel, StreamState | None, int,
+                                           str | None],
                                           tuple[list[JSON], StreamState]]) -> Response:
         if not _is_json(request):
             return json_response(media_type_error_body(), 400)
@@ -182,7 +184,8 @@ def create_app(settings: Settings | None = None, registry: ModelRegistry | None 
             state = None
             if body.stream_state is not None:
                 state = decode_state(verify(keys, body.stream_state, settings.max_state_chars))
-            chunks, state = run_stream(body, model, state, settings.state_ttl_seconds)
+            chunks, state = run_stream(body, model, state, settings.state_ttl_seconds,
+                                       caller_of(request.scope.get("aws.event")))
             token = sign(keys, encode_state(state))
             if isinstance(body, _BATCHES):
                 return json_response({"chunks": chunks, "stream_state": token})

@@ -166,8 +166,10 @@ def derender_chat_stream(
     model: ServedModel,
     state: StreamState | None,
     ttl_seconds: int,
+    caller: str | None = None,
 ) -> tuple[list[JSON], StreamState]:
-    """One ``chat.completion.chunk`` per engine chunk, and the state to continue from."""
+    """One ``chat.completion.chunk`` per engine chunk, and the state to continue from (bound
+    to ``caller`` when the call has an authenticated one)."""
     info = model.info
     request = body.chat_request
     parsing = None
@@ -179,7 +181,7 @@ def derender_chat_stream(
         parsing = parsers.parser_settings(info.reasoning_parser, info.tool_parser, request,
                                           model.vocab)
     settings = StreamSettings("chat", model, decode_settings(request, info.has_parser),
-                              chat_top_logprobs(request), ttl_seconds, parsing)
+                              chat_top_logprobs(request), ttl_seconds, parsing, caller)
     hide = parsing is not None and not parsing.include_reasoning
     return_ids = bool(request and request.return_token_ids) and not hide
     name = body.model or info.name

@@ -129,13 +129,15 @@ def derender_completion_stream(
     model: ServedModel,
     state: StreamState | None,
     ttl_seconds: int,
+    caller: str | None = None,
 ) -> tuple[list[JSON], StreamState]:
-    """One ``text_completion`` chunk per engine chunk, and the state to continue from."""
+    """One ``text_completion`` chunk per engine chunk, and the state to continue from (bound
+    to ``caller`` when the call has an authenticated one)."""
     info = model.info
     request = body.completion_request
     check_prompt_length(body.prompt_token_ids, info)
     settings = StreamSettings("completions", model, decode_settings(request),
-                              completion_keep(request), ttl_seconds)
+                              completion_keep(request), ttl_seconds, caller=caller)
     return_ids = bool(request and request.return_token_ids)
     name = body.model or info.name
 

@@ -56,6 +56,8 @@ class StreamSettings:
     ttl_seconds: int
     parsing: ParserSettings | None = None
     """Reasoning/tool parsing (chat with a parser configured)."""
+    caller: str | None = None
+    """The authenticated caller (``derender.callers``); None where the call names none."""
 
     @property
     def text_vocab(self) -> Vocabulary:
@@ -63,9 +65,11 @@ class StreamSettings:
         return self.model.vocab if self.parsing is None else self.model.vocab.marked
 
     def binding(self, chunk: GenerateTokensStreamResponse) -> bytes:
-        """Fingerprint of route, model, request id and decode settings.
+        """Fingerprint of route, model, request id, decode settings and caller.
 
         A chunk without its own ``request_id`` (the engine always sends one) binds to none.
+        Without a caller the fingerprint is the one of a service with no authentication, so
+        tokens issued before callers were bound stay valid where there are none.
         """
         stops = self.decode.stops
         request_id = chunk.request_id if "request_id" in chunk.model_fields_set else None
@@ -74,6 +78,7 @@ class StreamSettings:
             self.decode.skip_special, stops.has_request, stops.stop,
             sorted(stops.stop_token_ids), stops.ignore_eos, stops.include_stop_str_in_output,
             stops.min_tokens, self.keep, self.parsing,
+            *(() if self.caller is None else (self.caller,)),
         )
 
 
