@@ -61,39 +61,54 @@ def preload_boto3() -> None:
     import botocore.config  # noqa: F401, PLC0415
 
 
-def ssm_fetcher(name: str) -> Fetch:
-    """Reads SSM parameter ``name`` (a SecureString is decrypted)."""
-    clients: list[Any] = []
+class AwsFetch:
+    """Reads the stored key ring text through one boto3 client, made on first use.
 
-    def fetch() -> str:
-        if not clients:
-            clients.append(boto3_client("ssm"))
-        response = clients[0].get_parameter(Name=name, WithDecryption=True)
+    ``reset()`` drops the client, so the next read opens new connections (after a SnapStart
+    restore, connections of the snapshot are not this container's).
+    """
+
+    def __init__(self, service: str, read: Callable[[Any], str]) -> None:
+        self._service = service
+        self._read = read
+        self._client: Any = None
+
+    def __call__(self) -> str:
+        if self._client is None:
+            self._client = boto3_client(self._service)
+        return self._read(self._client)
+
+    def reset(self) -> None:
+        self._client = None
+
+
+def ssm_fetcher(name: str) -> AwsFetch:
+    """Reads SSM parameter ``name`` (a SecureString is decrypted)."""
+
+    def read(client: Any) -> str:
+        response = client.get_parameter(Name=name, WithDecryption=True)
         return str(response["Parameter"]["Value"])
 
-    return fetch
+    return AwsFetch("ssm", read)
 
 
-def secret_fetcher(secret_id: str) -> Fetch:
+def secret_fetcher(secret_id: str) -> AwsFetch:
     """Reads the string of Secrets Manager secret ``secret_id`` (name or ARN)."""
-    clients: list[Any] = []
 
-    def fetch() -> str:
-        if not clients:
-            clients.append(boto3_client("secretsmanager"))
-        response = clients[0].get_secret_value(SecretId=secret_id)
+    def read(client: Any) -> str:
+        response = client.get_secret_value(SecretId=secret_id)
         value = response.get("SecretString")
         if not isinstance(value, str):
             raise ValueError(f"secret {secret_id!r} has no string value")
         return value
 
-    return fetch
+    return AwsFetch("secretsmanager", read)
 
 
 class CachedKeyRing:
     """``provider()`` → the current ring; re-read through ``fetch`` after ``ttl_seconds``."""
 
-    def __init__(self, fetch: Fetch, ttl_seconds: float, source: str) -> None:
+    def __init__(self, fetch: AwsFetch | Fetch, ttl_seconds: float, source: str) -> None:
         self._fetch = fetch
         self._ttl = ttl_seconds
         self._source = source
@@ -109,6 +124,16 @@ class CachedKeyRing:
             if self._ring is not None and _clock() < self._next_read:
                 return self._ring
             return self._refresh()
+
+    def renew(self) -> None:
+        """After a SnapStart restore: read the ring again on the next call and through new
+        connections. The age of a ring read before the snapshot says nothing about how long
+        ago that was (the snapshot may be days old), so it counts as due; the ring itself is
+        kept as the fallback should that read fail."""
+        with self._lock:
+            self._next_read = 0.0
+            if isinstance(self._fetch, AwsFetch):
+                self._fetch.reset()
 
     def _refresh(self) -> KeyRing:
         try:

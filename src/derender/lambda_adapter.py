@@ -24,6 +24,7 @@ from derender.app.errors import envelope
 from derender.app.main import create_app
 from derender.aws_keys import preload_boto3
 from derender.settings import Settings
+from derender.snapstart import on_restore, renew_randomness
 from derender.telemetry import (
     completion_tokens,
     event_method,
@@ -73,6 +74,16 @@ class LambdaHandler:
         self._mangum = Mangum(self.app, lifespan="off")
         self._cold = True
         """True until the first invocation of this handler (one per container) starts."""
+        on_restore(self.after_restore)
+
+    def after_restore(self) -> None:
+        """A container restored from a SnapStart snapshot: renew what the init captured
+        (``derender.snapstart``), and count its first invocation as a cold start."""
+        renew_randomness()
+        self.app.state.key_provider.renew()
+        self._cold = True
+        log.info("restored from a SnapStart snapshot: randomness, signing-key cache and AWS "
+                 "connections renewed")
 
     def __call__(self, event: LambdaEvent, context: Any) -> LambdaResponse:
         started = time.perf_counter()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import secrets
-from collections.abc import Callable
+from typing import Protocol
 
 from derender.aws_keys import aws_key_provider
 from derender.core.errors import DerenderError
@@ -44,22 +44,40 @@ def key_ring(settings: Settings) -> KeyRing:
     return KeyRing(current="dev", keys={"dev": secrets.token_bytes(32)})
 
 
-KeyProvider = Callable[[], KeyRing]
-"""Asked once per streaming call for the ring to verify and sign with."""
+class KeyProvider(Protocol):
+    """Asked once per streaming call for the ring to verify and sign with."""
+
+    def __call__(self) -> KeyRing: ...
+
+    def renew(self) -> None:
+        """After a SnapStart restore: forget what was read or timed before the snapshot."""
+
+
+class ConfiguredKeyRing:
+    """``key_ring`` built on first use and kept.
+
+    Nothing to renew after a restore: a configured ring is the same in every container, and
+    a development key (made on first use, never during init) is refused on Lambda anyway.
+    """
+
+    def __init__(self, settings: Settings) -> None:
+        self._settings = settings
+        self._ring: KeyRing | None = None
+
+    def __call__(self) -> KeyRing:
+        if self._ring is None:
+            self._ring = key_ring(self._settings)
+        return self._ring
+
+    def renew(self) -> None:
+        return None
 
 
 def key_provider(settings: Settings) -> KeyProvider:
     """The ring's source: an AWS parameter or secret (cached, re-read after its TTL) when
-    one is configured, else ``key_ring`` built on first use and kept."""
+    one is configured, else the configured (or development) ring."""
     aws = aws_key_provider(settings.signing_keys_ssm_parameter, settings.signing_keys_secret,
                            settings.signing_keys_ttl_seconds)
     if aws is not None:
         return aws
-    rings: list[KeyRing] = []
-
-    def ring() -> KeyRing:
-        if not rings:
-            rings.append(key_ring(settings))
-        return rings[0]
-
-    return ring
+    return ConfiguredKeyRing(settings)

@@ -157,6 +157,7 @@ def create_app(settings: Settings | None = None, registry: ModelRegistry | None 
     app.state.registry = registry
 
     ring = key_provider(settings)
+    app.state.key_provider = ring
     limits = RequestLimits(settings.max_stop_strings, settings.max_stop_string_chars,
                            settings.max_tools, settings.max_tool_schema_bytes)
 
