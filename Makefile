@@ -3,20 +3,27 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 READY := $(VENV)/.installed
+SERVE_READY := $(VENV)/.installed-server
 HOST ?= 127.0.0.1
 PORT ?= 8000
 LLAMA_TOKENIZER := tests/models/llama3.1/tokenizer.json
 
 .PHONY: run test lint typecheck unit bench clean layers validate bundle
 
-$(READY): pyproject.toml
-	$(PYTHON) -m venv $(VENV)
+# `make run` installs only what serving needs (the package and uvicorn); `make test` adds the
+# development tools on top (moto, schemathesis, mypy, ...), which take far longer to install.
+$(SERVE_READY): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --disable-pip-version-check -e ".[server]"
+	touch $@
+
+$(READY): $(SERVE_READY)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e ".[dev]"
 	touch $@
 
 ## Serve both derender routes on $(HOST):$(PORT) with the embedded default model.
-run: $(READY)
+run: $(SERVE_READY)
 	DERENDER_MODELS_DIR=$${DERENDER_MODELS_DIR:-layers/tokenizers} \
 	  $(BIN)/uvicorn --factory derender.app.main:create_app --host $(HOST) --port $(PORT) \
 	  --no-access-log
