@@ -6,11 +6,11 @@ this repository: routes, layer paths, environment names, permissions.)
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from derender import settings
 from derender.app.main import CHAT_PATH, COMPLETIONS_PATH
@@ -19,30 +19,16 @@ from tests.conftest import ROOT
 READ_ACTIONS = {"ssm:GetParameter", "secretsmanager:GetSecretValue", "kms:Decrypt",
                 "s3:ListBucket", "s3:GetObject"}
 
-
-class _CloudFormationLoader(yaml.SafeLoader):
-    """YAML with CloudFormation's short intrinsic tags (``!Ref X`` → ``{"Ref": X}``…)."""
-
-
-def _intrinsic(loader: yaml.SafeLoader, name: str, node: yaml.Node) -> dict[str, Any]:
-    if isinstance(node, yaml.ScalarNode):
-        value: Any = loader.construct_scalar(node)
-        if name == "GetAtt":
-            value = str(value).split(".", 1)
-    elif isinstance(node, yaml.SequenceNode):
-        value = loader.construct_sequence(node, deep=True)
-    else:
-        value = loader.construct_mapping(node, deep=True)  # type: ignore[arg-type]
-    return {"Ref" if name == "Ref" else f"Fn::{name}": value}
-
-
-_CloudFormationLoader.add_multi_constructor("!", _intrinsic)
+# scripts/template_modes.py: the parameter sets `make validate` lints and the template loader
+_spec = importlib.util.spec_from_file_location("template_modes", ROOT / "scripts/template_modes.py")
+assert _spec is not None and _spec.loader is not None
+modes = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(modes)
 
 
 @pytest.fixture(scope="module")
 def template() -> dict[str, Any]:
-    loaded: dict[str, Any] = yaml.load((ROOT / "template.yaml").read_text(encoding="utf-8"),
-                                       Loader=_CloudFormationLoader)
+    loaded: dict[str, Any] = modes.load_template()
     return loaded
 
 
@@ -52,16 +38,26 @@ def functions(template: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def test_each_route_has_its_own_function_with_its_handler(template: dict[str, Any]) -> None:
+    resources = template["Resources"]
     routes = {}
-    for props in functions(template).values():
-        (event,) = props["Events"].values()
-        assert event["Type"] == "HttpApi"
-        assert event["Properties"]["ApiId"] == {"Ref": "DerenderApi"}
-        assert event["Properties"]["Method"] == "POST"
-        routes[event["Properties"]["Path"]] = props["CodeUri"]
+    for route in (r["Properties"] for r in resources.values()
+                  if r["Type"] == "AWS::ApiGatewayV2::Route"):
+        assert route["ApiId"] == {"Ref": "DerenderHttpApi"}
+        method, path = route["RouteKey"].split(" ")
+        assert method == "POST"
+        integration_id = route["Target"]["Fn::Sub"].removeprefix("integrations/${")[:-1]
+        integration = resources[integration_id]["Properties"]
+        assert integration["ApiId"] == {"Ref": "DerenderHttpApi"}
+        assert (integration["IntegrationType"], integration["PayloadFormatVersion"]) == (
+            "AWS_PROXY", "2.0")  # the HTTP API event Mangum reads
+        function = integration["IntegrationUri"]["Ref"].removesuffix(".Alias")
+        assert integration["IntegrationUri"] == {"Ref": f"{function}.Alias"}  # the live alias
+        props = resources[function]["Properties"]
+        routes[path] = props["CodeUri"]
         assert (ROOT / props["CodeUri"] / "handler.py").is_file()
     assert routes == {CHAT_PATH: "functions/chat_completions/",
                       COMPLETIONS_PATH: "functions/completions/"}
+    assert template["Globals"]["Function"]["AutoPublishAlias"] == "live"
 
 
 def test_the_runtime_is_python_3_12_on_arm64_within_the_api_timeout(
@@ -135,3 +131,4 @@ def test_the_readme_deploy_commands_exist() -> None:
     makefile = Path(ROOT / "Makefile").read_text(encoding="utf-8")
     for target in ("layers:", "validate:", "bundle:"):
         assert f"\n{target}" in makefile
+
