@@ -31,11 +31,15 @@ REGION = "us-east-1"
 
 # Parameter sets beyond the defaults, together covering every value of every switch:
 # AuthMode iam/jwt/none, FunctionUrls on/off, SnapStart on/off, provisioned concurrency,
-# each key source and the models bucket.
+# reserved concurrency set/unset (and 0), throttling, each key source and the models bucket.
 MODES: dict[str, dict[str, str]] = {
-    "defaults": {},  # AuthMode iam, no function URLs
-    "iam-urls": {
+    "defaults": {},  # AuthMode iam, no function URLs, no reserved concurrency
+    "iam-urls-limits": {
         "FunctionUrls": "true",
+        "ThrottlingRateLimit": "50",
+        "ThrottlingBurstLimit": "100",
+        "ChatCompletionsReservedConcurrency": "20",
+        "CompletionsReservedConcurrency": "10",
         "ProvisionedConcurrency": "2",
         "SigningKeysParameterName": "/derender/signing-keys",
     },
@@ -55,6 +59,7 @@ MODES: dict[str, dict[str, str]] = {
         "AuthMode": "jwt",
         "JwtIssuer": "https://cognito-idp.us-east-1.amazonaws.com/us-east-1_Example",
         "JwtAudience": "derender",
+        "CompletionsReservedConcurrency": "0",
     },
     "none": {"AuthMode": "none", "FunctionUrls": "true"},
 }
