@@ -68,10 +68,13 @@ $(SAM_READY):
 	$(SAM_VENV)/bin/pip install -q "aws-sam-cli>=1.170,<2" "cfn-lint>=1.58,<2"
 	touch $@
 
-## Lint template.yaml with SAM's validator and cfn-lint (no AWS credentials needed).
+## Lint template.yaml with SAM's validator and cfn-lint (no AWS credentials needed), then
+## every mode (AuthMode iam/jwt/none, function URLs, limits, SnapStart…): each rendered with
+## `sam validate`, `sam validate --lint`, and cfn-lint on what SAM translates it into (~20 s).
 validate: $(SAM_READY)
 	$(SAM_VENV)/bin/sam validate --lint --region us-east-1
 	$(SAM_VENV)/bin/cfn-lint template.yaml
+	$(SAM_VENV)/bin/python scripts/template_modes.py
 
 ## Build the layers for arm64, then `sam build` (no container) into .aws-sam/build.
 bundle: layers $(SAM_READY)
