@@ -175,6 +175,18 @@ def default_client() -> TestClient:
     return TestClient(create_app(Settings(models_dir=LAYER_MODELS)))
 
 
+ISSUE_13 = frozenset({"parser:deepseek_v32", "parser:deepseek_v4", "parser:deepseek_v41",
+                      "reasoning_parser:deepseek_v3", "parser:glm45", "parser:glm47",
+                      "parser:minimax_m2", "parser:minimax_m3"})
+"""Features of the formats issue 13 adds (recorded before their parsers are written)."""
+
+
+def pending_reason(case: dict[str, Any]) -> str | None:
+    """Why a recorded case cannot be replayed yet (its feature belongs to a later issue)."""
+    pending = sorted(ISSUE_13.intersection(case["features"]))
+    return f"issue 13: {', '.join(pending)} not implemented yet" if pending else None
+
+
 def load_case(path: Path) -> dict[str, Any]:
     data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
     return data

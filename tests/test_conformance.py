@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from derender.core.state_token import NOT_A_TOKEN
-from tests.conftest import FIXTURES, load_case
+from tests.conftest import FIXTURES, load_case, pending_reason
 from tests.openai_types import check_openai_body, check_openai_chunk
 
 # case name -> (status, error type, message start) of the call where we deliberately differ
@@ -49,16 +49,8 @@ SUPPORTED_BEYOND_VLLM = {"116-error-stream_stop_strings-deepseek-v3"}
 CASES = sorted(FIXTURES.glob("*.json"))
 
 
-ISSUE_13 = frozenset({"parser:deepseek_v32", "parser:deepseek_v4", "parser:deepseek_v41",
-                      "reasoning_parser:deepseek_v3", "parser:glm45", "parser:glm47",
-                      "parser:minimax_m2", "parser:minimax_m3"})
-"""Features of the formats issue 13 adds (recorded before their parsers are written)."""
-
-
-def _pending_reason(case: dict[str, Any]) -> str | None:
-    """Cases whose feature belongs to a later issue (said when skipped)."""
-    pending = sorted(ISSUE_13.intersection(case["features"]))
-    return f"issue 13: {', '.join(pending)} not implemented yet" if pending else None
+_pending_reason = pending_reason
+"""Cases whose feature belongs to a later issue (said when skipped): issue 13's formats."""
 
 
 # Parser streams where vLLM's stream disagrees with its own non-streaming output; we match
@@ -417,12 +409,12 @@ def _check_json_tool_output(got: dict[str, Any], recorded: dict[str, Any]) -> No
 
 
 def test_every_case_is_accounted_for() -> None:
-    """The corpus is complete: 366 cases, each replayed, deviating on purpose or pending."""
-    assert len(CASES) == 366
+    """The corpus is complete: 576 cases, each replayed, deviating on purpose or pending."""
+    assert len(CASES) == 576
     replayed = [p for p in CASES if _pending_reason(load_case(p)) is None]
     names = {p.stem for p in replayed}
     assert set(DEVIATIONS) <= names
     assert names >= SUPPORTED_BEYOND_VLLM | set(STREAM_QUIRKS) | set(MESSAGE_DIFFERENCES)
     assert names >= set(STREAM_AS_MESSAGE) | set(STREAM_AS_MESSAGE.values())
     assert names >= set(ID_LESS_FINISH_STOP_REASON)
-    assert len(replayed) == 366
+    assert len(replayed) == 576 - 210  # pending: issue 13's formats (405-614)
