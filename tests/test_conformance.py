@@ -409,12 +409,12 @@ def _check_json_tool_output(got: dict[str, Any], recorded: dict[str, Any]) -> No
 
 
 def test_every_case_is_accounted_for() -> None:
-    """The corpus is complete: 688 cases, each replayed, deviating on purpose or pending."""
-    assert len(CASES) == 688
+    """The corpus is complete: 796 cases, each replayed, deviating on purpose or pending."""
+    assert len(CASES) == 796
     replayed = [p for p in CASES if _pending_reason(load_case(p)) is None]
     names = {p.stem for p in replayed}
     assert set(DEVIATIONS) <= names
     assert names >= SUPPORTED_BEYOND_VLLM | set(STREAM_QUIRKS) | set(MESSAGE_DIFFERENCES)
     assert names >= set(STREAM_AS_MESSAGE) | set(STREAM_AS_MESSAGE.values())
     assert names >= set(ID_LESS_FINISH_STOP_REASON)
-    assert len(replayed) == 688 - 322  # pending: issue 13's formats (405-726)
+    assert len(replayed) == 796 - 430  # pending: issue 13's formats (405-834)
