@@ -9,7 +9,8 @@
 - ``deepseek_v31`` tool parser with the ``deepseek_v3`` reasoning parser on ``deepseek-v3.1``
   (DeepSeek-V3.1's chat template, which reads only ``thinking``).
 
-Usage (the peer's model folders hold tests/models/NAME's files, tokenizers unpacked):
+Usage (`scripts/peer-model-folders.sh NAME...` first copies tests/models/NAME, tokenizer
+unpacked, into the peer's models folder):
 
     "$VLLM_PEER"/start.sh deepseek-v3.2 8720 --tool-call-parser deepseek_v32 \\
         --enable-auto-tool-choice

@@ -3,8 +3,8 @@
 tool-call markers at the same ids as V4's, EOS 1; DeepSeek-V3.1's real chat template, which
 reads ``thinking`` and defaults it to false, so the prompt ends ``<｜Assistant｜></think>``).
 
-Usage (the peer's model folder ``deepseek-v3.1`` holds tests/models/deepseek-v3.1's files, the
-tokenizer unpacked):
+Usage (``scripts/peer-model-folders.sh deepseek-v3.1`` first copies tests/models/deepseek-v3.1,
+tokenizer unpacked, into the peer's models folder):
 
     for spec in "8710 deepseek_v3" "8711 deepseek_v31"; do set -- $spec
         "$VLLM_PEER"/start.sh deepseek-v3.1 $1 --tool-call-parser $2 --enable-auto-tool-choice

@@ -2,7 +2,8 @@
 (GLM-4.5V's tokenizer and chat template on a GLM-4.5-Air text config) and the ``glm47`` ones
 on ``glm-4.7-flash``. vLLM 0.33 serves both names with one parser (vllm/parser/glm47_moe.py).
 
-Usage (the peer's model folders hold tests/models/NAME's files, tokenizers unpacked):
+Usage (`scripts/peer-model-folders.sh NAME...` first copies tests/models/NAME, tokenizer
+unpacked, into the peer's models folder):
 
     "$VLLM_PEER"/start.sh glm-4.5v 8730 --tool-call-parser glm45 --reasoning-parser glm45 \\
         --enable-auto-tool-choice

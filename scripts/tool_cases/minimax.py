@@ -4,7 +4,8 @@ reasoning parsers on ``minimax-m3`` (M3's vocabulary on M2's architecture: M3's 
 loaded by the peer). Their tokenizers are fetched at test time (licences), see
 tests/models/README.md.
 
-Usage (the peer's model folders hold tests/models/NAME's files, tokenizers fetched):
+Usage (`scripts/peer-model-folders.sh NAME...` first copies tests/models/NAME, tokenizer
+fetched, into the peer's models folder):
 
     "$VLLM_PEER"/start.sh minimax-m2.7 8740 --tool-call-parser minimax_m2 \\
         --reasoning-parser minimax_m2 --enable-auto-tool-choice
