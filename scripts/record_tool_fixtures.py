@@ -8,7 +8,10 @@ One recorder for every tool-call format; each format's servers and cases are a t
     .venv/bin/python scripts/record_tool_fixtures.py FORMAT PORT... [--only N...] [--into DIR]
 
 FORMAT is ``llama3`` (llama3_json and pythonic, cases 128-171), ``deepseek`` (200-237),
-``mistral`` (240-279), ``qwen3_coder`` (280-310) or ``harmony`` (gpt-oss, 320-366); one PORT
+``mistral`` (240-279), ``qwen3_coder`` (280-310), ``harmony`` (gpt-oss, 320-366),
+``deepseek_v31vocab`` (200-237 on DeepSeek-V3.1's vocabulary, 367-404), ``deepseek_dsml``
+(DSML and the deepseek_v3 reasoning parser, 405-614), ``glm`` (615-726) or ``minimax``
+(727-834); one PORT
 per server of the format, in the order its table lists them. ``--only`` records just the
 cases so numbered, ``--into`` writes somewhere other than tests/fixtures/vllm-0.33/.
 

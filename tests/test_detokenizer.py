@@ -23,20 +23,20 @@ from derender.core.detokenizer import BLOCK, DecodeWindow, detokenize, seed_wind
 from derender.core.vocab import Vocabulary
 from tests.conftest import reference, require_model, vocabulary
 
-MODELS = ("qwen3", "mistral-7b", "deepseek-v3", "gpt2")
+MODELS = ("qwen3", "mistral-7b", "deepseek-v4", "gpt2")
 ALL_MODELS = (*MODELS, "llama3.1")
 
 # The ids `skip_special_tokens` removes, per tests/fixtures/vllm-0.33/README.md.
 SPECIAL_IDS: dict[str, frozenset[int]] = {
     "qwen3": frozenset(range(151643, 151657)),
     "mistral-7b": frozenset({0, 1, 2}),
-    "deepseek-v3": frozenset({0, 1}),
+    "deepseek-v4": frozenset({0, 1}),
     "gpt2": frozenset({50256}),
     "llama3.1": frozenset({128000, 128009}),
 }
 
 # Tokenizer sizes from the same README table.
-VOCAB_SIZES = {"qwen3": 151669, "mistral-7b": 32000, "deepseek-v3": 129280, "gpt2": 50257,
+VOCAB_SIZES = {"qwen3": 151669, "mistral-7b": 32000, "deepseek-v4": 129280, "gpt2": 50257,
                "llama3.1": 128256}
 
 FFFD = "\ufffd"

@@ -24,7 +24,7 @@ from openapi_spec_validator import validate as validate_openapi
 from derender import protocol
 from derender.app.main import create_app
 from derender.settings import Settings
-from tests.conftest import FIXTURES, LAYER_MODELS, ROOT, load_case
+from tests.conftest import FIXTURES, LAYER_MODELS, ROOT, load_case, pending_reason
 from tests.test_conformance import parsers_of, replayed_call, send_call
 
 CHAT = "/v1/chat/completions/derender"
@@ -215,13 +215,15 @@ def _replay(case: dict[str, Any], client: TestClient) -> list[Any]:
 def test_recorded_answers_match_the_document(path: Path, client_for: Any,
                                              document: dict[str, Any]) -> None:
     case = load_case(path)
+    if (reason := pending_reason(case)) is not None:
+        pytest.skip(reason)
     for response in _replay(case, client_for(case["model"], *parsers_of(case))):
         assert_documented(document, case["endpoint"], response)
 
 
 STREAM_CASES = [p for p in CASES  # single streams answered 200 throughout
                 if (c := load_case(p))["kind"] == "stream" and "-error-" not in p.stem
-                and not c.get("state_tampered")
+                and not c.get("state_tampered") and pending_reason(c) is None
                 and all(call.get("chain", 0) == 0 and call["status"] == 200
                         for call in c["calls"])]
 

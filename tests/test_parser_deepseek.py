@@ -18,8 +18,9 @@ README compatibility table where we differ on purpose:
 Then the properties: every state round-trips through its encoding with its own tag, feeding
 any split of a text gives what feeding it whole gives (machine level, many examples), and
 through the HTTP app every split of the output ids folds to the non-streaming message (with
-and without the ``deepseek_r1`` reasoning parser). The model is ``deepseek-v3``, whose
-vocabulary has the markers as single tokens.
+and without the ``deepseek_r1`` reasoning parser). The model is ``deepseek-v4`` (DeepSeek-V4's
+vocabulary, served as ``deepseek-v3`` in fixtures 200-237), whose vocabulary has the markers as
+single tokens.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ from tests.test_parser_properties import PROPS, json_strings, json_text, json_va
 from tests.test_parser_rules import NAMED, TOOLS, calls, chat, fields, ids_of, stream_fold
 from tests.tool_streams import check_written, feed_all, requests, run_both
 
-DS = "deepseek-v3"
+DS = "deepseek-v4"
 B, E, C, F, S = 128806, 128807, 128808, 128809, 128814
 THINK, END_THINK, EOS = 128821, 128822, 1
 PROMPT = ids_of("<｜User｜>Weather in Paris?<｜Assistant｜>", name=DS)

@@ -32,7 +32,7 @@ from hypothesis import strategies as st
 from tests.conftest import tokenizer
 
 CHAT = "/v1/chat/completions/derender"
-QWEN, DEEPSEEK = "qwen3", "deepseek-v3"
+QWEN, DEEPSEEK = "qwen3", "deepseek-v4"
 
 THINK, END_THINK, TOOL, END_TOOL = 151667, 151668, 151657, 151658
 IM_START, IM_END = 151644, 151645

@@ -29,7 +29,7 @@ from derender.core.parsers.tools import MAX_LEADING_SPACE
 from tests.conftest import tokenizer
 
 CHAT = "/v1/chat/completions/derender"
-QWEN, DEEPSEEK = "qwen3", "deepseek-v3"
+QWEN, DEEPSEEK = "qwen3", "deepseek-v4"
 
 # Qwen3 single-token markers
 THINK, END_THINK, TOOL, END_TOOL = 151667, 151668, 151657, 151658

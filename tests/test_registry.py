@@ -14,11 +14,12 @@ from derender.core.registry import ModelRegistry, read_model_info
 from derender.settings import Settings
 from tests.conftest import model_folder, require_model, vocabulary
 
-# served name -> (primary EOS, generation_config EOS ids, max_model_len), fixture README table
+# test model -> (primary EOS, generation_config EOS ids, max_model_len), fixture README table
+# (``deepseek-v4`` is the folder the README's ``deepseek-v3`` server loaded)
 MODELS = {
     "qwen3": (151645, {151645, 151643}, 40960),
     "mistral-7b": (2, {2}, 32768),
-    "deepseek-v3": (1, {1}, 163840),
+    "deepseek-v4": (1, {1}, 163840),
     "gpt2": (50256, {50256}, 1024),
     "llama3.1": (128009, {128001, 128008, 128009}, 131072),
 }
@@ -110,8 +111,8 @@ def test_configuration_chooses_parsers_over_the_manifest(tmp_path: Path) -> None
         ModelRegistry(tmp_path, parsers={"llama": ("qwen3", None)})
     with pytest.raises(RuntimeError, match="not implemented"):
         ModelRegistry(tmp_path, parsers={"gpt2": ("no_such_parser", None)})
-    spec = "qwen3:qwen3:hermes, deepseek-v3:deepseek_r1:"
+    spec = "qwen3:qwen3:hermes, deepseek-v4:deepseek_r1:"
     settings = Settings.from_env({"DERENDER_PARSERS": spec})
-    assert settings.parsers == {"qwen3": ("qwen3", "hermes"), "deepseek-v3": ("deepseek_r1", None)}
+    assert settings.parsers == {"qwen3": ("qwen3", "hermes"), "deepseek-v4": ("deepseek_r1", None)}
     with pytest.raises(ValueError, match="folder:reasoning_parser:tool_parser"):
         Settings.from_env({"DERENDER_PARSERS": "qwen3=hermes"})

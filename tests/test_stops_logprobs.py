@@ -324,13 +324,13 @@ def test_mistral_logprob_strings_lose_leading_space() -> None:
     assert positions[-1].token_bytes == [240, 159, 171, 160]
 
 
-@pytest.mark.parametrize("name", ["qwen3", "mistral-7b", "deepseek-v3", "gpt2", "llama3.1"])
+@pytest.mark.parametrize("name", ["qwen3", "mistral-7b", "deepseek-v4", "gpt2", "llama3.1"])
 def test_space_marker_matches_tokenizer_json(name: str) -> None:
     vocab = load(name)
     assert vocab.space_marker == leading_space_marker(name)
 
 
-@pytest.mark.parametrize("name", ["qwen3", "mistral-7b", "deepseek-v3", "gpt2"])
+@pytest.mark.parametrize("name", ["qwen3", "mistral-7b", "deepseek-v4", "gpt2"])
 @settings(max_examples=60, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(data=st.data())

@@ -35,7 +35,7 @@ from derender.settings import Settings
 from tests.conftest import model_folder, require_model, tokenizer, vocabulary
 from tests.openai_types import check_openai_chunk
 
-MODELS = ("qwen3", "mistral-7b", "deepseek-v3", "gpt2", "llama3.1")
+MODELS = ("qwen3", "mistral-7b", "deepseek-v4", "gpt2", "llama3.1")
 CHAT = "/v1/chat/completions/derender"
 COMPLETIONS = "/v1/completions/derender"
 ROUTES = {"chat": CHAT, "completions": COMPLETIONS}

@@ -91,11 +91,24 @@ def derive_mistral_tools_v3(source: Path, target: Path) -> bool:
 
 def gunzip_tokenizer(source: Path, target: Path) -> bool:
     """``gpt-oss``: its 28 MB ``tokenizer.json`` is committed gzipped (4.4 MB), as its source
-    ships it; written next to it on demand (git-ignored). False when the archive is missing."""
+    ships it; written next to it on demand (git-ignored). False when the archive is missing.
+    So are ``deepseek-v3.1``, ``deepseek-v3.2``, ``glm-4.5v`` and ``glm-4.7-flash``'s."""
     archive = source / "tokenizer.json.gz"
     if not archive.is_file():
         return False
     partial = target / "tokenizer.json.partial"
     partial.write_bytes(gzip.decompress(archive.read_bytes()))
+    shutil.move(partial, target / "tokenizer.json")
+    return True
+
+
+def copy_tokenizer(source: Path, target: Path) -> bool:
+    """``deepseek-v4-native``, ``deepseek-v4.1-native``: DeepSeek-V4's ``tokenizer.json`` (V4.1
+    has no file of its own: it uses V4's vocabulary) copied from ``deepseek-v4`` next to the
+    folder's own configs (git-ignored). False when the source is missing."""
+    if not (source / "tokenizer.json").is_file():
+        return False
+    partial = target / "tokenizer.json.partial"
+    shutil.copyfile(source / "tokenizer.json", partial)
     shutil.move(partial, target / "tokenizer.json")
     return True

@@ -1,5 +1,6 @@
-"""deepseek_v3 and deepseek_v31 (cases 200-237): four servers on the deepseek-v3 model folder,
-which has the markers as single tokens (EOS 1).
+"""deepseek_v3 and deepseek_v31 (cases 200-237): four servers on the ``deepseek-v4`` test model
+folder served as ``deepseek-v3`` (DeepSeek-V4's vocabulary, which has the markers as single
+tokens; EOS 1). ``deepseek_v31vocab`` records the same cases on DeepSeek-V3.1's own vocabulary.
 
 Usage:
 
@@ -16,25 +17,38 @@ Usage:
 from __future__ import annotations
 
 from functools import partial
+from pathlib import Path
 
 from record_tool_fixtures import NAMED, ROOT, Format, Server
 from record_tool_fixtures import Case as _Case
 
 MODEL = "deepseek-v3"
-TOKENIZER = ROOT / "tests" / "models" / MODEL / "tokenizer.json"
+"""The served name; the folder is tests/models/deepseek-v4 (named for its vocabulary)."""
+TOKENIZER = ROOT / "tests" / "models" / "deepseek-v4" / "tokenizer.json"
 EOS = 1
 V3, V31 = "deepseek_v3", "deepseek_v31"
 V3_R1, V31_R1 = "deepseek_v3+r1", "deepseek_v31+r1"
 
 
-def _server(parser: str, reasoning: bool) -> Server:
+def _server(parser: str, reasoning: bool, model: str = MODEL, tokenizer: Path = TOKENIZER,
+            slug_suffix: str = "") -> Server:
     r1 = ["--reasoning-parser", "deepseek_r1"] if reasoning else []
-    return Server(MODEL, ["--served-model-name", MODEL, "--tool-call-parser", parser, *r1,
+    return Server(model, ["--served-model-name", model, "--tool-call-parser", parser, *r1,
                           "--enable-auto-tool-choice"],
-                  parser + (" + deepseek_r1 reasoning" if reasoning else "") + " parser",
-                  parser, (f"parser:{parser}",
+                  parser + (" + deepseek_r1 reasoning" if reasoning else "") + " parser"
+                  + (f" on {model}" if slug_suffix else ""),
+                  parser + slug_suffix, (f"parser:{parser}",
                            *(("reasoning", "parser:deepseek_r1") if reasoning else ())),
-                  TOKENIZER)
+                  tokenizer)
+
+
+def servers(model: str = MODEL, tokenizer: Path = TOKENIZER,
+            slug_suffix: str = "") -> dict[str, Server]:
+    """The four servers of the table, in the order of the ports."""
+    return {V3: _server(V3, False, model, tokenizer, slug_suffix),
+            V31: _server(V31, False, model, tokenizer, slug_suffix),
+            V3_R1: _server(V3, True, model, tokenizer, slug_suffix),
+            V31_R1: _server(V31, True, model, tokenizer, slug_suffix)}
 
 
 Case = partial(_Case, eos=EOS)
@@ -122,5 +136,4 @@ def cases() -> list[_Case]:
         Case(V31_R1, "r1_think", THINK + V31_PARALLEL, stream="mixed"),
     ]
 
-FORMAT = Format(200, {V3: _server(V3, False), V31: _server(V31, False),
-                      V3_R1: _server(V3, True), V31_R1: _server(V31, True)}, cases())
+FORMAT = Format(200, servers(), cases())
