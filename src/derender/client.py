@@ -333,12 +333,16 @@ async def post_with_retries(send: Send, content: bytes, count: int, policy: Retr
     loop = asyncio.get_running_loop()
     end = None if policy.deadline is None else loop.time() + policy.deadline
     attempt = 0
+    last: tuple[int, JSON] = (0, {})
+    cause: BaseException | None = None
     while True:
-        attempt += 1
         remaining = None if end is None else end - loop.time()
-        cause: BaseException | None = None
+        if attempt and remaining is not None and remaining <= 0:  # the backoff overslept
+            raise DerenderUnavailableError(*last, attempt, f"deadline of {policy.deadline} s "
+                                           "passed") from cause
+        attempt += 1
+        cause = None
         retry_after = None
-        last: tuple[int, JSON]
         try:
             per_try = timeout if remaining is None else max(min(timeout, remaining), 0.001)
             status, headers, raw = await asyncio.wait_for(send(content, per_try), remaining)
