@@ -418,3 +418,25 @@ def test_options_are_checked() -> None:
         list(stream_derender([], base_url="http://fake", max_batch=4097))
     with pytest.raises(ValueError, match="max_delay_ms"):
         list(stream_derender([], base_url="http://fake", max_delay_ms=-1))
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_an_engine_stream_that_fails_ends_the_stream_with_its_error(mode: str) -> None:
+    def engine() -> Iterator[JSON]:
+        yield chunk(0)
+        raise RuntimeError("engine went away")
+
+    if mode == "sync":
+        fake = SyncFake()
+        with fake.client() as http, pytest.raises(RuntimeError, match="engine went away"):
+            list(stream_derender(engine(), base_url="http://fake", client=http))
+        return
+
+    async def go() -> None:
+        fake = AsyncFake()
+        async with fake.client() as http:
+            with pytest.raises(RuntimeError, match="engine went away"):
+                async for _ in astream_derender(engine(), base_url="http://fake", client=http):
+                    pass
+
+    asyncio.run(asyncio.wait_for(go(), WAIT))

@@ -5,10 +5,11 @@ The service is stateless; a streaming client sends each engine chunk with the
 choice index, so ``n > 1`` works) for a sync or async iterator of engine chunks, given either
 as parsed dicts or as the raw SSE lines of ``/inference/v1/generate``::
 
-    for chunk in stream_derender(engine_lines, base_url="https://….execute-api.….amazonaws.com",
-                                 auth=SigV4("eu-west-1"), max_delay_ms=5,
-                                 prompt_token_ids=prompt_ids, chat_request=request):
-        print(chunk["choices"][0]["delta"].get("content") or "", end="")
+    for chunk in stream_derender(engine_lines, base_url=api_url, auth=SigV4("eu-west-1"),
+                                 max_delay_ms=5, prompt_token_ids=prompt_ids,
+                                 chat_request=request):
+        for choice in chunk["choices"]:
+            print(choice["delta"].get("content") or "", end="")
 
 What they do on the way (one engine written once, async; the sync API runs it on a private
 event loop thread):
@@ -345,7 +346,8 @@ async def post_with_retries(send: Send, content: bytes, count: int, policy: Retr
         retry_after = None
         try:
             per_try = timeout if remaining is None else max(min(timeout, remaining), 0.001)
-            status, headers, raw = await asyncio.wait_for(send(content, per_try), remaining)
+            async with asyncio.timeout(remaining):  # not wait_for: on 3.11 it can swallow a
+                status, headers, raw = await send(content, per_try)  # cancel (gh-86296)
         except TimeoutError as exc:
             if end is not None and loop.time() >= end:  # the deadline passed during the attempt
                 raise DerenderUnavailableError(
@@ -465,7 +467,8 @@ class _Run:
                 return
             lane.more.clear()
             try:
-                await asyncio.wait_for(lane.more.wait(), remaining)
+                async with asyncio.timeout(remaining):
+                    await lane.more.wait()
             except TimeoutError:
                 return
 
