@@ -350,15 +350,15 @@ async def post_with_retries(send: Send, content: bytes, count: int, policy: Retr
                 status, headers, raw = await send(content, per_try)  # cancel (gh-86296)
         except TimeoutError as exc:
             if end is not None and loop.time() >= end:  # the deadline passed during the attempt
+                if attempt == 1:  # else the last failure seen says more
+                    last = (0, {"type": "Timeout", "message": "no answer before the deadline"})
                 raise DerenderUnavailableError(
-                    0, {"type": "Timeout", "message": "no answer before the deadline"},
-                    attempt, f"deadline of {policy.deadline} s passed") from exc
+                    *last, attempt, f"deadline of {policy.deadline} s passed") from exc
             cause = exc
             last = (0, {"type": "Timeout", "message": str(exc) or "timed out"})
         except RETRY_ERRORS as exc:
             cause = exc
-            last = (0, {"type": type(exc).__name__,
-                                          "message": str(exc) or type(exc).__name__})
+            last = (0, {"type": type(exc).__name__, "message": str(exc) or type(exc).__name__})
         else:
             if status == 200:
                 answer = _answer(raw, count)
