@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import ast
 import asyncio
+import inspect
 import json
+import re
 from typing import Any
 
 import httpx
 import pytest
 
+import derender.client as client_module
 from derender.client import DerenderError, astream_derender, parse_sse, stream_derender
-from tests.conftest import FIXTURES, load_case
+from tests.conftest import FIXTURES, ROOT, load_case
 from tests.openai_types import check_openai_chunk
 from tests.test_conformance import normalize
 
@@ -80,3 +84,23 @@ def test_parse_sse_ignores_comments_and_done() -> None:
     assert parse_sse(": keep-alive") is None
     assert parse_sse("data: [DONE]") is None
     assert parse_sse(b'data: {"a": 1}\n') == {"a": 1}
+
+
+def test_readme_streaming_example_is_valid_and_names_real_options() -> None:
+    """The README's "Streaming from Python" example parses, imports names the module has,
+    and passes only the helper's keyword arguments; the options table names real ones."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("### Streaming from Python"):readme.index("## Configuration")]
+    code = re.search(r"```python\n(.*?)```", section, re.S)
+    assert code is not None
+    tree = ast.parse(code.group(1))
+    names = {alias.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+             for alias in node.names}
+    assert names and all(hasattr(client_module, name) for name in names)
+    parameters = set(inspect.signature(stream_derender).parameters)
+    assert parameters == set(inspect.signature(astream_derender).parameters)
+    calls = [node for node in ast.walk(tree) if isinstance(node, ast.Call)
+             and isinstance(node.func, ast.Name) and node.func.id == "stream_derender"]
+    assert calls and {k.arg for k in calls[0].keywords} <= parameters
+    options = re.findall(r"^\| `(\w+)` \|", section, re.M)
+    assert options and set(options) <= parameters

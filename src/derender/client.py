@@ -5,29 +5,85 @@ The service is stateless; a streaming client sends each engine chunk with the
 choice index, so ``n > 1`` works) for a sync or async iterator of engine chunks, given either
 as parsed dicts or as the raw SSE lines of ``/inference/v1/generate``::
 
-    for chunk in stream_derender(engine_lines, base_url="http://127.0.0.1:8000",
-                                 prompt_token_ids=prompt_ids, chat_request=request):
-        print(chunk["choices"][0]["delta"].get("content") or "", end="")
+    for chunk in stream_derender(engine_lines, base_url=api_url, auth=SigV4("eu-west-1"),
+                                 max_delay_ms=5, prompt_token_ids=prompt_ids,
+                                 chat_request=request):
+        for choice in chunk["choices"]:
+            print(choice["delta"].get("content") or "", end="")
 
-Requires ``httpx`` (``pip install 'derender[client]'``).
+What they do on the way (one engine written once, async; the sync API runs it on a private
+event loop thread):
+
+- **Coalescing.** Per choice index at most one call is in flight. Engine chunks of that choice
+  arriving meanwhile queue up and go in its next call as one ``generate_chunks`` batch (a
+  single queued chunk as ``generate_chunk``), at most ``max_batch`` per call. Nothing waits
+  that need not: without ``max_delay_ms`` a call starts as soon as its choice has a chunk and
+  no call in flight; with it, the oldest queued chunk may wait up to that long for more (a
+  full batch, a chunk with a ``finish_reason``, a chunk without choices or the end of the
+  engine stream stop the wait). Choices proceed concurrently, each in order. A chunk without
+  choices (the usage chunk) goes in order with the choice whose chunk came first, with its state.
+- **Order.** One OpenAI chunk comes out per engine chunk, in the order the engine chunks
+  arrived, across choices too: a chunk is yielded once its call has returned and every
+  earlier chunk has been yielded (when choice 1's call returns before choice 0's earlier one,
+  its chunks wait for choice 0's).
+- **Retries.** Connection errors, timeouts, an answer whose body cannot be read, 429, 502, 503
+  and 504 are retried with the same body (the same state: the service answers the same
+  bytes) after a capped exponential backoff with full jitter, or the ``Retry-After`` the answer
+  gives (capped), within :class:`RetryPolicy`'s attempts and deadline; then
+  :class:`DerenderUnavailableError`. Any other refusal raises :class:`DerenderError` at once,
+  with the service's error envelope.
+- **Authentication.** ``auth=SigV4(region, service)`` signs every attempt afresh with botocore's
+  SigV4 signer and its default credential chain (``execute-api`` for API Gateway, ``lambda``
+  for Function URLs); ``auth=BearerToken(token)`` sends ``Authorization: Bearer …``. Any
+  ``httpx.Auth`` works.
+
+Requires ``httpx``, and botocore for SigV4 (``pip install 'derender[client]'``).
 """
 
 from __future__ import annotations
 
+import asyncio
+import email.utils
 import json
-from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
+import queue
+import random
+import threading
+from collections import deque
+from collections.abc import (
+    AsyncIterable,
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Generator,
+    Iterable,
+    Iterator,
+    Mapping,
+)
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 import httpx
 
 JSON = dict[str, Any]
 Route = Literal["chat", "completions"]
+Item = JSON | str | bytes
 
 PATHS: dict[Route, str] = {
     "chat": "/v1/chat/completions/derender",
     "completions": "/v1/completions/derender",
 }
+MAX_BATCH = 4096
+"""Most engine chunks the service takes in one ``generate_chunks`` call."""
+RETRY_STATUSES = frozenset({429, 502, 503, 504})
+RETRY_ERRORS = (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError)
+"""Transport failures retried: timeouts, connect/read/write errors, a connection closed or
+reset before the whole answer arrived."""
+SYNC_THREADS = 64
+"""Threads of the sync API: one reads the engine stream, the others carry calls (one per
+choice in flight)."""
+_HEADERS = {"Content-Type": "application/json"}
 
 
 class DerenderError(Exception):
@@ -37,6 +93,125 @@ class DerenderError(Exception):
         super().__init__(f"{status} {error.get('type')}: {error.get('message')}")
         self.status = status
         self.error = error
+
+
+class DerenderUnavailableError(DerenderError):
+    """Retries ran out (``attempts`` made, or the deadline passed). ``status`` and ``error``
+    describe the last failure: the answer's status and envelope, or status 0 and the
+    transport error (also the exception's ``__cause__``) when no answer came."""
+
+    def __init__(self, status: int, error: JSON, attempts: int, reason: str) -> None:
+        super().__init__(status, error)
+        self.attempts = attempts
+        self.args = (f"{reason} after {attempts} attempt{'s' if attempts != 1 else ''}; "
+                     f"last: {self.args[0]}",)
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How a call is retried. ``attempts`` counts the first one (1: never retry);
+    ``deadline`` (seconds, None: none) bounds one call's attempts and waits together."""
+
+    attempts: int = 6
+    backoff_base: float = 0.05
+    """Seconds; retry k waits uniformly in [0, min(backoff_cap, backoff_base * 2**(k-1)))."""
+    backoff_cap: float = 2.0
+    deadline: float | None = 60.0
+    retry_after_cap: float = 10.0
+    """Most seconds a ``Retry-After`` answer makes the client wait."""
+    rng: random.Random | None = field(default=None, compare=False, repr=False)
+    """Source of the jitter (seed one for reproducible waits); default a fresh one."""
+
+    def __post_init__(self) -> None:
+        if self.attempts < 1:
+            raise ValueError("RetryPolicy.attempts must be at least 1")
+        if self.backoff_base < 0 or self.backoff_cap < 0 or self.retry_after_cap < 0:
+            raise ValueError("RetryPolicy waits must not be negative")
+        if self.deadline is not None and self.deadline <= 0:
+            raise ValueError("RetryPolicy.deadline must be positive (or None)")
+
+    def delay(self, retry: int, retry_after: float | None, rng: random.Random) -> float:
+        """Seconds to wait before retry number ``retry`` (1 for the first)."""
+        if retry_after is not None:
+            return min(max(retry_after, 0.0), self.retry_after_cap)
+        ceiling = min(self.backoff_cap, self.backoff_base * 2.0 ** min(retry - 1, 64))
+        return rng.uniform(0.0, ceiling)
+
+
+NO_RETRY = RetryPolicy(attempts=1, deadline=None)
+
+
+# ----------------------------------------------------------------------------- auth
+
+
+class BearerToken(httpx.Auth):
+    """``Authorization: Bearer <token>`` (a ``jwt`` endpoint); a callable is asked for the
+    token on every attempt, so it may refresh it."""
+
+    def __init__(self, token: str | Callable[[], str]) -> None:
+        self._token = token
+
+    def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
+        token = self._token() if callable(self._token) else self._token
+        request.headers["Authorization"] = f"Bearer {token}"
+        yield request
+
+
+class SigV4(httpx.Auth):
+    """AWS Signature Version 4 for an ``iam`` endpoint, by botocore's ``SigV4Auth``.
+
+    ``service``: ``execute-api`` for API Gateway, ``lambda`` for a Function URL.
+    ``credentials``: botocore credentials; default the default chain
+    (``botocore.session.Session().get_credentials()``: environment, shared files, container or
+    instance role), looked up on the first signature. Every attempt is signed afresh (its
+    ``X-Amz-Date`` is the time of the attempt; refreshable credentials are refreshed). Signed:
+    ``content-type``, ``host``, ``x-amz-date`` (and ``x-amz-security-token`` with session
+    credentials); the payload hash covers the body. botocore is imported on first use.
+    """
+
+    requires_request_body = True
+
+    def __init__(self, region: str, service: str = "execute-api",
+                 credentials: Any = None) -> None:
+        self.region = region
+        self.service = service
+        self._credentials = credentials
+        self._lock = threading.Lock()
+
+    def credentials(self) -> Any:
+        with self._lock:
+            if self._credentials is None:
+                import botocore.session  # noqa: PLC0415 - only when signing is asked for
+
+                found = botocore.session.Session().get_credentials()
+                if found is None:
+                    raise RuntimeError("SigV4: no AWS credentials found by botocore's default "
+                                       "chain (environment, ~/.aws, container or instance role)")
+                self._credentials = found
+            return self._credentials
+
+    def sign(self, request: httpx.Request) -> None:
+        """Add ``Authorization``, ``X-Amz-Date`` (and ``X-Amz-Security-Token``) to ``request``."""
+        from botocore.auth import SigV4Auth  # noqa: PLC0415 - only when signing is asked for
+        from botocore.awsrequest import AWSRequest  # noqa: PLC0415
+
+        credentials = self.credentials()
+        frozen = credentials.get_frozen_credentials()
+        signed = {"Content-Type": request.headers.get("content-type", "application/json")}
+        aws = AWSRequest(method=request.method, url=str(request.url), data=request.content,
+                         headers=signed)
+        SigV4Auth(frozen, self.service, self.region).add_auth(aws)
+        for name in ("Authorization", "X-Amz-Date", "X-Amz-Security-Token"):
+            value = aws.headers.get(name)
+            if value is not None:
+                request.headers[name] = value
+
+    def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
+        self.sign(request)
+        yield request
+
+
+# ----------------------------------------------------------------------------- SSE and bodies
 
 
 def parse_sse(line: str | bytes) -> JSON | None:
@@ -52,13 +227,13 @@ def parse_sse(line: str | bytes) -> JSON | None:
     return chunk
 
 
-def _as_chunk(item: JSON | str | bytes) -> JSON | None:
+def _as_chunk(item: Item) -> JSON | None:
     return item if isinstance(item, dict) else parse_sse(item)
 
 
 @dataclass
 class StreamSession:
-    """The request fields repeated on every call, and the per-choice states."""
+    """The request fields repeated on every call of a stream."""
 
     route: Route = "chat"
     model: str | None = None
@@ -66,80 +241,419 @@ class StreamSession:
     prompt_tokens: int | None = None
     request: JSON | None = None
     """The ``chat_request`` / ``completion_request`` from render."""
-    states: dict[int, str] = field(default_factory=dict)
 
-    def body(self, chunk: JSON) -> JSON:
-        body: JSON = {"stream": True, "model": self.model, "generate_chunk": chunk,
+    def body(self, chunks: list[JSON], state: str | None) -> JSON:
+        """The call for ``chunks`` (consecutive chunks of one choice) continuing ``state``."""
+        body: JSON = {"stream": True, "model": self.model,
                       "prompt_token_ids": self.prompt_token_ids,
                       "prompt_tokens": self.prompt_tokens}
         body["chat_request" if self.route == "chat" else "completion_request"] = self.request
-        choices = chunk.get("choices") or []
-        index = choices[0].get("index", 0) if choices else None
-        state = self.states.get(index) if index is not None else next(
-            iter(self.states.values()), None)
+        if len(chunks) == 1:
+            body["generate_chunk"] = chunks[0]
+        else:
+            body["generate_chunks"] = chunks
         if state is not None:
             body["stream_state"] = state
         return body
 
-    def take(self, status: int, data: JSON, chunk: JSON) -> JSON:
-        if status != 200:
-            raise DerenderError(status, data.get("error") or {"message": str(data)})
-        choices = chunk.get("choices") or []
-        if choices:
-            self.states[choices[0].get("index", 0)] = data["stream_state"]
-        elif not self.states:
-            self.states[0] = data["stream_state"]
-        result: JSON = data["chunk"]
-        return result
 
-
-def stream_derender(chunks: Iterable[JSON | str | bytes], *, base_url: str,
-                    route: Route = "chat", model: str | None = None,
-                    prompt_token_ids: list[int] | None = None, prompt_tokens: int | None = None,
-                    chat_request: JSON | None = None, completion_request: JSON | None = None,
-                    client: httpx.Client | None = None) -> Iterator[JSON]:
-    """Yield one OpenAI chunk per engine chunk, calling the service synchronously."""
-    session = StreamSession(route, model, prompt_token_ids, prompt_tokens,
-                            chat_request if route == "chat" else completion_request)
-    own = client is None
-    http = client or httpx.Client(base_url=base_url, timeout=30.0)
+def _envelope(raw: bytes) -> JSON:
     try:
-        for item in chunks:
-            chunk = _as_chunk(item)
-            if chunk is None:
-                continue
-            response = http.post(PATHS[route], json=session.body(chunk))
-            yield session.take(response.status_code, response.json(), chunk)
+        data = json.loads(raw)
+    except ValueError:
+        return {"message": raw[:500].decode("utf-8", "replace")}
+    error = data.get("error") if isinstance(data, dict) else None
+    return error if isinstance(error, dict) else {"message": str(data)[:500]}
+
+
+def _answer(raw: bytes, count: int) -> tuple[list[JSON], str] | None:
+    """The chunks and state of a 200 answer to ``count`` chunks; None when the body cannot
+    be read (cut short or not JSON: retried)."""
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        return None
+    chunks = data.get("chunks", [data.get("chunk")]) if isinstance(data, dict) else None
+    state = data.get("stream_state") if isinstance(data, dict) else None
+    if (not isinstance(chunks, list) or len(chunks) != count
+            or not all(isinstance(c, dict) for c in chunks) or not isinstance(state, str)):
+        raise DerenderError(200, {"type": "UnexpectedAnswer", "message":
+                                  f"expected {count} chunk(s) and a stream_state, got "
+                                  f"{raw[:300].decode('utf-8', 'replace')}"})
+    return chunks, state
+
+
+def retry_after_seconds(value: str | None, now: datetime | None = None) -> float | None:
+    """A ``Retry-After`` header's wait: delay-seconds or an HTTP-date (None: absent/unreadable)."""
+    if value is None:
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, (when - (now or datetime.now(UTC))).total_seconds())
+
+
+# ----------------------------------------------------------------------------- the engine
+
+
+Send = Callable[[bytes, float], Awaitable[tuple[int, Mapping[str, str], bytes]]]
+"""One attempt: the body and a timeout in seconds → status, headers and body of the answer."""
+
+
+@dataclass(frozen=True)
+class _Options:
+    max_batch: int
+    max_delay: float | None
+    retry: RetryPolicy
+    timeout: float
+
+
+def _options(max_batch: int, max_delay_ms: float | None, retry: RetryPolicy | None,
+             timeout: float) -> _Options:
+    if not 1 <= max_batch <= MAX_BATCH:
+        raise ValueError(f"max_batch must be between 1 and {MAX_BATCH}")
+    if max_delay_ms is not None and max_delay_ms < 0:
+        raise ValueError("max_delay_ms must not be negative")
+    if timeout <= 0:
+        raise ValueError("timeout must be positive")
+    return _Options(max_batch, None if not max_delay_ms else max_delay_ms / 1000.0,
+                    retry or RetryPolicy(), timeout)
+
+
+async def post_with_retries(send: Send, content: bytes, count: int, policy: RetryPolicy,
+                            rng: random.Random, timeout: float) -> tuple[list[JSON], str]:
+    """One call (``count`` chunks), retried per ``policy`` with the same ``content``."""
+    loop = asyncio.get_running_loop()
+    end = None if policy.deadline is None else loop.time() + policy.deadline
+    attempt = 0
+    last: tuple[int, JSON] = (0, {})
+    cause: BaseException | None = None
+    while True:
+        remaining = None if end is None else end - loop.time()
+        if attempt and remaining is not None and remaining <= 0:  # the backoff overslept
+            raise DerenderUnavailableError(*last, attempt, f"deadline of {policy.deadline} s "
+                                           "passed") from cause
+        attempt += 1
+        cause = None
+        retry_after = None
+        try:
+            per_try = timeout if remaining is None else max(min(timeout, remaining), 0.001)
+            async with asyncio.timeout(remaining):  # not wait_for: on 3.11 it can swallow a
+                status, headers, raw = await send(content, per_try)  # cancel (gh-86296)
+        except TimeoutError as exc:
+            if end is not None and loop.time() >= end:  # the deadline passed during the attempt
+                if attempt == 1:  # else the last failure seen says more
+                    last = (0, {"type": "Timeout", "message": "no answer before the deadline"})
+                raise DerenderUnavailableError(
+                    *last, attempt, f"deadline of {policy.deadline} s passed") from exc
+            cause = exc
+            last = (0, {"type": "Timeout", "message": str(exc) or "timed out"})
+        except RETRY_ERRORS as exc:
+            cause = exc
+            last = (0, {"type": type(exc).__name__, "message": str(exc) or type(exc).__name__})
+        else:
+            if status == 200:
+                answer = _answer(raw, count)
+                if answer is not None:
+                    return answer
+                last = (200, {"type": "UnreadableAnswer", "message": "the answer's body is not "
+                              "JSON (cut short?)"})
+            elif status in RETRY_STATUSES:
+                last = (status, _envelope(raw))
+                retry_after = retry_after_seconds(headers.get("retry-after"))
+            else:
+                raise DerenderError(status, _envelope(raw))
+        if attempt >= policy.attempts:
+            raise DerenderUnavailableError(*last, attempt, "retries exhausted") from cause
+        wait = policy.delay(attempt, retry_after, rng)
+        if end is not None and loop.time() + wait >= end:
+            raise DerenderUnavailableError(*last, attempt, f"deadline of {policy.deadline} s "
+                                           "would pass before the next attempt") from cause
+        await asyncio.sleep(wait)
+
+
+@dataclass
+class _Queued:
+    seq: int
+    at: float
+    chunk: JSON
+    final: bool
+    """Nothing is expected after it in its queue: a finish_reason, or no choice (usage)."""
+
+
+@dataclass
+class _Lane:
+    """One choice index: its queue, its state, a flag raised when something arrives."""
+
+    index: int
+    queue: deque[_Queued] = field(default_factory=deque)
+    state: str | None = None
+    more: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+class _Run:
+    """One stream through the coalescing engine (see the module docstring)."""
+
+    def __init__(self, session: StreamSession, send: Send, options: _Options) -> None:
+        self.session = session
+        self.send = send
+        self.options = options
+        self.rng = options.retry.rng or random.Random()
+        self.loop = asyncio.get_running_loop()
+        self.lanes: dict[int, _Lane] = {}
+        self.primary: int | None = None
+        """The lane of chunks without choices: the first choice seen (0 if none yet)."""
+        self.results: dict[int, JSON] = {}
+        self.arrived = 0
+        self.source_done = False
+        self.error: BaseException | None = None
+        self.ready = asyncio.Event()
+        self.tasks: list[asyncio.Task[None]] = []
+
+    def fail(self, error: BaseException) -> None:
+        if self.error is None:
+            self.error = error
+        self.ready.set()
+
+    def lane_of(self, chunk: JSON) -> _Lane:
+        choices = chunk.get("choices") or []
+        index = int(choices[0].get("index", 0)) if choices else (
+            self.primary if self.primary is not None else 0)
+        lane = self.lanes.get(index)
+        if lane is None:
+            lane = self.lanes[index] = _Lane(index)
+            if self.primary is None:
+                self.primary = index
+            self.tasks.append(self.loop.create_task(self.work(lane)))
+        return lane
+
+    async def read(self, source: AsyncIterator[Item]) -> None:
+        try:
+            async for item in source:
+                chunk = _as_chunk(item)
+                if chunk is None:
+                    continue
+                choices = chunk.get("choices") or []
+                final = not choices or any(c.get("finish_reason") for c in choices)
+                lane = self.lane_of(chunk)
+                lane.queue.append(_Queued(self.arrived, self.loop.time(), chunk, final))
+                self.arrived += 1
+                lane.more.set()
+        except Exception as exc:
+            self.fail(exc)
+            return
+        self.source_done = True
+        for lane in self.lanes.values():
+            lane.more.set()
+        self.ready.set()
+
+    async def gather_more(self, lane: _Lane) -> None:
+        """With ``max_delay``: let the oldest queued chunk wait for more, up to that long."""
+        delay = self.options.max_delay
+        if delay is None:
+            return
+        while (len(lane.queue) < self.options.max_batch and not self.source_done
+               and not lane.queue[-1].final):
+            remaining = lane.queue[0].at + delay - self.loop.time()
+            if remaining <= 0:
+                return
+            lane.more.clear()
+            try:
+                async with asyncio.timeout(remaining):
+                    await lane.more.wait()
+            except TimeoutError:
+                return
+
+    async def work(self, lane: _Lane) -> None:
+        try:
+            while True:
+                while not lane.queue:
+                    if self.source_done:
+                        return
+                    lane.more.clear()
+                    await lane.more.wait()
+                await self.gather_more(lane)
+                batch = [lane.queue.popleft()
+                         for _ in range(min(self.options.max_batch, len(lane.queue)))]
+                body = self.session.body([q.chunk for q in batch], lane.state)
+                content = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
+                chunks, lane.state = await post_with_retries(
+                    self.send, content, len(batch), self.options.retry, self.rng,
+                    self.options.timeout)
+                for queued, out in zip(batch, chunks, strict=True):
+                    self.results[queued.seq] = out
+                self.ready.set()
+        except Exception as exc:
+            self.fail(exc)
+
+    async def outputs(self, source: AsyncIterator[Item]) -> AsyncIterator[JSON]:
+        self.tasks.append(self.loop.create_task(self.read(source)))
+        emitted = 0
+        try:
+            while True:
+                while emitted in self.results:
+                    chunk = self.results.pop(emitted)
+                    emitted += 1
+                    yield chunk
+                if self.error is not None:
+                    raise self.error
+                if self.source_done and emitted == self.arrived:
+                    return
+                self.ready.clear()
+                await self.ready.wait()
+        finally:
+            tasks = list(self.tasks)
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+
+def coalesce(source: AsyncIterator[Item], session: StreamSession, send: Send,
+             options: _Options) -> AsyncIterator[JSON]:
+    """The engine: OpenAI chunks for the engine chunks of ``source``, in their order."""
+    return _Run(session, send, options).outputs(source)
+
+
+# ----------------------------------------------------------------------------- public API
+
+
+def _request(route: Route, chat_request: JSON | None, completion_request: JSON | None
+             ) -> JSON | None:
+    return chat_request if route == "chat" else completion_request
+
+
+def _auth_kwargs(auth: httpx.Auth | None) -> dict[str, Any]:
+    return {} if auth is None else {"auth": auth}
+
+
+def stream_derender(chunks: Iterable[Item], *, base_url: str, route: Route = "chat",
+                    model: str | None = None, prompt_token_ids: list[int] | None = None,
+                    prompt_tokens: int | None = None, chat_request: JSON | None = None,
+                    completion_request: JSON | None = None, client: httpx.Client | None = None,
+                    auth: httpx.Auth | None = None, timeout: float = 30.0,
+                    retry: RetryPolicy | None = None, max_batch: int = 64,
+                    max_delay_ms: float | None = None) -> Iterator[JSON]:
+    """Yield one OpenAI chunk per engine chunk, in order (see the module docstring).
+
+    The engine stream is read on a thread and the calls are made on others (up to
+    ``SYNC_THREADS - 1`` choices in flight) with ``client`` (default: an ``httpx.Client`` of
+    ``base_url``, closed at the end); ``timeout`` applies to each attempt. Closing the
+    generator early cancels what is queued; a thread blocked reading the engine stream ends
+    when that stream yields.
+    """
+    options = _options(max_batch, max_delay_ms, retry, timeout)
+    session = StreamSession(route, model, prompt_token_ids, prompt_tokens,
+                            _request(route, chat_request, completion_request))
+    own = client is None
+    http = client or httpx.Client(base_url=base_url, timeout=timeout)
+    pool = ThreadPoolExecutor(SYNC_THREADS, thread_name_prefix="derender-client")
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, name="derender-client-loop",
+                              daemon=True)
+    thread.start()
+    out: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
+    path = PATHS[route]
+    extra = _auth_kwargs(auth)
+    timed = isinstance(http, httpx.Client)  # not e.g. starlette's TestClient
+
+    async def send(content: bytes, per_try: float) -> tuple[int, Mapping[str, str], bytes]:
+        kwargs: dict[str, Any] = {**extra, "timeout": per_try} if timed else extra
+
+        def post() -> tuple[int, Mapping[str, str], bytes]:
+            response = http.post(path, content=content, headers=_HEADERS, **kwargs)
+            return response.status_code, response.headers, response.content
+        return await loop.run_in_executor(pool, post)
+
+    async def source() -> AsyncIterator[Item]:
+        iterator = iter(chunks)
+        while (got := await loop.run_in_executor(pool, _next, iterator)) is not None:
+            yield got[0]
+
+    async def pump() -> None:
+        try:
+            async for chunk in coalesce(source(), session, send, options):
+                out.put(("chunk", chunk))
+        except Exception as exc:
+            out.put(("error", exc))
+        else:
+            out.put(("end", None))
+
+    asyncio.run_coroutine_threadsafe(pump(), loop)
+    try:
+        while True:
+            kind, value = out.get()
+            if kind == "chunk":
+                yield value
+            elif kind == "end":
+                return
+            else:
+                raise value
     finally:
+        asyncio.run_coroutine_threadsafe(_cancel_others(), loop).result()
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join()
+        loop.run_until_complete(loop.shutdown_asyncgens())
+        loop.close()
+        pool.shutdown(wait=False, cancel_futures=True)
         if own:
             http.close()
 
 
-async def astream_derender(chunks: AsyncIterable[JSON | str | bytes] | Iterable[JSON | str | bytes],
-                           *, base_url: str, route: Route = "chat", model: str | None = None,
+def _next(iterator: Iterator[Item]) -> tuple[Item] | None:
+    """The iterator's next item (in a 1-tuple), None at its end."""
+    for item in iterator:
+        return (item,)
+    return None
+
+
+async def _cancel_others() -> None:
+    current = asyncio.current_task()
+    tasks = [task for task in asyncio.all_tasks() if task is not current]
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def astream_derender(chunks: AsyncIterable[Item] | Iterable[Item], *, base_url: str,
+                           route: Route = "chat", model: str | None = None,
                            prompt_token_ids: list[int] | None = None,
                            prompt_tokens: int | None = None, chat_request: JSON | None = None,
                            completion_request: JSON | None = None,
-                           client: httpx.AsyncClient | None = None) -> AsyncIterator[JSON]:
-    """Async twin of :func:`stream_derender`."""
+                           client: httpx.AsyncClient | None = None,
+                           auth: httpx.Auth | None = None, timeout: float = 30.0,
+                           retry: RetryPolicy | None = None, max_batch: int = 64,
+                           max_delay_ms: float | None = None) -> AsyncIterator[JSON]:
+    """Async twin of :func:`stream_derender` (a plain iterable source is read in the loop)."""
+    options = _options(max_batch, max_delay_ms, retry, timeout)
     session = StreamSession(route, model, prompt_token_ids, prompt_tokens,
-                            chat_request if route == "chat" else completion_request)
+                            _request(route, chat_request, completion_request))
     own = client is None
-    http = client or httpx.AsyncClient(base_url=base_url, timeout=30.0)
+    http = client or httpx.AsyncClient(base_url=base_url, timeout=timeout)
+    path = PATHS[route]
+    extra = _auth_kwargs(auth)
+
+    async def send(content: bytes, per_try: float) -> tuple[int, Mapping[str, str], bytes]:
+        response = await http.post(path, content=content, headers=_HEADERS, timeout=per_try,
+                                   **extra)
+        return response.status_code, response.headers, response.content
+
     try:
-        async for item in _aiter(chunks):
-            chunk = _as_chunk(item)
-            if chunk is None:
-                continue
-            response = await http.post(PATHS[route], json=session.body(chunk))
-            yield session.take(response.status_code, response.json(), chunk)
+        async for chunk in coalesce(_aiter(chunks), session, send, options):
+            yield chunk
     finally:
         if own:
             await http.aclose()
 
 
-async def _aiter(items: AsyncIterable[JSON | str | bytes] | Iterable[JSON | str | bytes]
-                 ) -> AsyncIterator[JSON | str | bytes]:
+async def _aiter(items: AsyncIterable[Item] | Iterable[Item]) -> AsyncIterator[Item]:
     if isinstance(items, AsyncIterable):
         async for item in items:
             yield item
