@@ -92,8 +92,14 @@ class DelayProxy:
     async def _connection(self, reader: asyncio.StreamReader,
                           writer: asyncio.StreamWriter) -> None:
         up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.target_port)
-        await asyncio.gather(self._pipe(reader, up_writer), self._pipe(up_reader, writer),
-                             return_exceptions=True)
+        try:
+            await asyncio.gather(self._pipe(reader, up_writer), self._pipe(up_reader, writer),
+                                 return_exceptions=True)
+        except asyncio.CancelledError:
+            pass  # the run is over: the client's pooled connection is still open
+        finally:
+            writer.close()
+            up_writer.close()
 
     async def _pipe(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         queue: asyncio.Queue[tuple[float, bytes]] = asyncio.Queue()
