@@ -331,9 +331,10 @@ class Vocabulary:
         if version not in (DECODE_SPEC_VERSION, BYTE_SPEC_VERSION):
             raise ValueError(f"decode spec version {version!r} is not {DECODE_SPEC_VERSION} "
                              f"or {BYTE_SPEC_VERSION}: rebuild it with derender.compact")
-        kind = str(spec.get("kind", HF)) if version == BYTE_SPEC_VERSION else HF
-        if kind not in (HF, TEKKEN, TIKTOKEN):
-            raise ValueError(f"decode spec kind {kind!r} is unknown")
+        kind = str(spec.get("kind")) if version == BYTE_SPEC_VERSION else HF
+        if version == BYTE_SPEC_VERSION and kind not in (TEKKEN, TIKTOKEN):
+            raise ValueError(f"decode spec version 2 of kind {kind!r}: rebuild it with "
+                             f"derender.compact")
         raw: list[str | None] = spec["pieces"]
         holes = frozenset(i for i, piece in enumerate(raw) if piece is None) \
             if None in raw else frozenset()
