@@ -285,12 +285,9 @@ class Vocabulary:
         """
         if self.kind == HF:
             return self
-        return self._views[skip_special]
+        return self._skipping_view if skip_special else self._keeping_view
 
     @functools.cached_property
-    def _views(self) -> dict[bool, Vocabulary]:
-        return {True: self._skipping_view(), False: self._keeping_view()}
-
     def _skipping_view(self) -> Vocabulary:
         pieces = list(self.pieces)
         if self.kind == TEKKEN:
@@ -303,7 +300,9 @@ class Vocabulary:
                     pieces[index] = ""
         return dataclasses.replace(self, pieces=pieces, kind=HF)
 
+    @functools.cached_property
     def _keeping_view(self) -> Vocabulary:
+        """Built on first use (tekken: every id decoded alone, a few tenths of a second)."""
         if self.kind == TEKKEN:
             added = frozenset(self.added_ids)
             pieces = [
