@@ -2,8 +2,9 @@
 # Build the two Lambda layers: build-layers.sh ARCH OUT PYTHON [LAMBDA_PYTHON]
 #   OUT/deps/python/      the derender package and what it imports, wheels for ARCH
 #                         (arm64 or x86_64), Python 3.12, byte-compiled → /opt/python
-#   OUT/tokenizers/tokenizers/<model>/  layers/tokenizers/ with decode-only tokenizer.json
-#                         files, each verified against its original → /opt/tokenizers
+#   OUT/tokenizers/tokenizers/<model>/  layers/tokenizers/ with decode-only decode.json for its
+#                         tokenizer.json, tekken.json or tiktoken.model, each verified
+#                         against its original → /opt/tokenizers
 # PYTHON runs pip and the compaction (the project's venv); LAMBDA_PYTHON, a Python 3.12,
 # byte-compiles the layer: /opt is read-only on Lambda, so without .pyc files every cold
 # start would compile every module again.

@@ -11,11 +11,22 @@ special and EOS ids and decoder settings read from each, and against the origina
 ``tokenizers.Tokenizer`` every id's piece and decode, the decode of real text (the sample below
 and any ``--text`` files, encoded by the original, whole and in random slices) and of random
 id sequences. A difference stops the build (exit status 1).
+
+A folder with Mistral's ``tekken.json`` or a Kimi-style ``tiktoken.model`` instead (see
+``core/bytevocab.py``) is compacted the same way, to a version 2 ``decode.json``. Its reference
+is ``ByteReference``: the original file read again on its own (token bytes from base64,
+special names) and decoded as ``mistral_common`` and ``tiktoken`` decode (the UTF-8 of the
+bytes with ``errors="replace"``; tekken's special tokens split the runs and show their names),
+so the build needs neither package. Every id's piece and decode, the special and EOS ids and
+random id sequences are compared (real text needs an encoder, which only ``tokenizer.json``
+has here).
 """
 
 from __future__ import annotations
 
 import argparse
+import base64
+import itertools
 import json
 import random
 import shutil
@@ -27,8 +38,17 @@ from pathlib import Path
 
 from tokenizers import Tokenizer
 
-from derender.core.registry import DECODE_SPEC, TOKENIZER, load_vocabulary
-from derender.core.vocab import Vocabulary, decode_spec
+from derender.core.bytevocab import KIMI_SPECIAL_COUNT, TEKKEN_LEGACY_SPECIALS
+from derender.core.registry import (
+    DECODE_SPEC,
+    TEKKEN,
+    TIKTOKEN,
+    TOKENIZER,
+    load_vocabulary,
+    original_spec,
+    original_tokenizer,
+)
+from derender.core.vocab import Vocabulary
 
 SAMPLE = """\
 The lighthouse keeper wrote: "Wind NW, fresh. Lamp lit 16:42."  Two   spaces, tabs\tand
@@ -51,15 +71,62 @@ class CompactionError(Exception):
 
 
 def compact_folder(src: Path, dst: Path) -> None:
-    """Copy one model folder, its ``tokenizer.json`` replaced by ``decode.json``."""
+    """Copy one model folder, its tokenizer file (``tokenizer.json``, ``tekken.json`` or
+    ``tiktoken.model``) replaced by ``decode.json``."""
+    original = original_tokenizer(src)
+    if original is None:
+        raise FileNotFoundError(f"{src}: no tokenizer file to compact")
     dst.mkdir(parents=True, exist_ok=True)
+    spec = original_spec(src)
+    text = json.dumps(spec, ensure_ascii=False, separators=(",", ":"))
+    (dst / DECODE_SPEC).write_text(text, encoding="utf-8")
     for file in sorted(src.iterdir()):
-        if file.name == TOKENIZER:
-            spec = decode_spec(json.loads(file.read_bytes()))
-            text = json.dumps(spec, ensure_ascii=False, separators=(",", ":"))
-            (dst / DECODE_SPEC).write_text(text, encoding="utf-8")
-        elif file.is_file() and file.name != DECODE_SPEC:
+        if file.is_file() and file != original and file.name != DECODE_SPEC:
             shutil.copyfile(file, dst / file.name)
+
+
+class ByteReference:
+    """A ``tekken.json`` or ``tiktoken.model`` decoded straight from the file, as
+    ``Tekkenizer.decode(ids, KEEP)`` and ``tiktoken.Encoding.decode`` do."""
+
+    def __init__(self, src: Path) -> None:
+        path = original_tokenizer(src)
+        assert path is not None and path.name in (TEKKEN, TIKTOKEN)
+        self.special_count = 0
+        if path.name == TEKKEN:
+            data = json.loads(path.read_bytes())
+            config = data["config"]
+            count = int(config["default_num_special_tokens"])
+            listed = data.get("special_tokens")
+            names = [t["token_str"] for t in listed] if listed is not None \
+                else list(TEKKEN_LEGACY_SPECIALS)
+            names += [f"<SPECIAL_{i}>" for i in range(len(names), count)]
+            inner = int(config["default_vocab_size"]) - count
+            self.tokens = [name.encode("utf-8") for name in names]
+            self.tokens += [base64.b64decode(e["token_bytes"]) for e in data["vocab"][:inner]]
+            self.special_count = count
+        else:
+            lines = [line.split() for line in path.read_bytes().splitlines() if line.strip()]
+            ranked = sorted((int(rank), base64.b64decode(token)) for token, rank in lines)
+            self.tokens = [raw for _, raw in ranked]
+            config = json.loads((src / "tokenizer_config.json").read_bytes()) \
+                if (src / "tokenizer_config.json").is_file() else {}
+            added = {int(i): t["content"] for i, t in
+                     (config.get("added_tokens_decoder") or {}).items()}
+            base = len(self.tokens)
+            self.tokens += [added.get(i, f"<|reserved_token_{i}|>").encode("utf-8")
+                            for i in range(base, base + KIMI_SPECIAL_COUNT)]
+
+    @property
+    def size(self) -> int:
+        return len(self.tokens)
+
+    def decode(self, ids: Sequence[int]) -> str:
+        parts = []
+        for special, run in itertools.groupby(ids, lambda i: i < self.special_count):
+            data = b"".join(self.tokens[i] for i in run)
+            parts.append(data.decode("utf-8") if special else data.decode("utf-8", "replace"))
+        return "".join(parts)
 
 
 @dataclass(frozen=True)
@@ -78,16 +145,49 @@ def _mismatch(what: str, ids: Sequence[int], expected: str, got: str) -> Compact
                               f"the original to {expected[:80]!r}")
 
 
-def verify_folder(src: Path, dst: Path, texts: Iterable[str], seed: int = 0) -> Verified:
-    """Check that ``dst`` (compacted) decodes exactly as ``src``'s original tokenizer."""
-    original = Tokenizer.from_file(str(src / TOKENIZER))
-    compacted: Vocabulary = load_vocabulary(dst)
-    full = load_vocabulary(src)
+def _same_fields(compacted: Vocabulary, full: Vocabulary) -> None:
     for field in ("special_ids", "eos_id", "model_eos_ids", "space_marker", "fast_path",
-                  "byte_level"):
+                  "byte_level", "kind", "hidden_ids", "added_ids"):
         if getattr(compacted, field) != getattr(full, field):
             raise CompactionError(f"{field} is {getattr(compacted, field)!r}, "
                                      f"{getattr(full, field)!r} from the original")
+
+
+def _verify_bytes(src: Path, dst: Path, seed: int) -> Verified:
+    """``verify_folder`` for a ``tekken.json`` or ``tiktoken.model`` folder."""
+    reference = ByteReference(src)
+    compacted, full = load_vocabulary(dst), load_vocabulary(src)
+    _same_fields(compacted, full)
+    if compacted.size != reference.size:
+        raise CompactionError(f"{compacted.size} ids, the original has {reference.size}")
+    for token_id in range(reference.size):
+        if compacted.pieces[token_id] != full.pieces[token_id]:
+            raise CompactionError(f"id {token_id} is {compacted.pieces[token_id]!r}, "
+                                     f"the original {full.pieces[token_id]!r}")
+        expected, got = reference.decode([token_id]), compacted.decode([token_id])
+        if got != expected:
+            raise _mismatch("single id", [token_id], expected, got)
+    rng = random.Random(seed)
+    for _ in range(RANDOM_SEQUENCES):
+        ids = [rng.randrange(reference.size) for _ in range(rng.randrange(1, RANDOM_MAX_LEN))]
+        expected, got = reference.decode(ids), compacted.decode(ids)
+        if got != expected:
+            raise _mismatch("random ids", ids, expected, got)
+    original = original_tokenizer(src)
+    assert original is not None
+    return Verified(ids=reference.size, texts=0, random_sequences=RANDOM_SEQUENCES,
+                    original_bytes=original.stat().st_size,
+                    compacted_bytes=(dst / DECODE_SPEC).stat().st_size)
+
+
+def verify_folder(src: Path, dst: Path, texts: Iterable[str], seed: int = 0) -> Verified:
+    """Check that ``dst`` (compacted) decodes exactly as ``src``'s original tokenizer."""
+    if not (src / TOKENIZER).is_file():
+        return _verify_bytes(src, dst, seed)
+    original = Tokenizer.from_file(str(src / TOKENIZER))
+    compacted: Vocabulary = load_vocabulary(dst)
+    full = load_vocabulary(src)
+    _same_fields(compacted, full)
     size = original.get_vocab_size(with_added_tokens=True)
     if compacted.size != size:
         raise CompactionError(f"{compacted.size} ids, the original has {size}")
@@ -132,9 +232,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="a UTF-8 text file to decode-check (repeatable)")
     args = parser.parse_args(argv)
     texts = [SAMPLE, *(path.read_text(encoding="utf-8") for path in args.text)]
-    folders = sorted(p for p in args.src.iterdir() if (p / TOKENIZER).is_file())
+    folders = sorted(p for p in args.src.iterdir() if original_tokenizer(p) is not None)
     if not folders:
-        print(f"no model folder with a {TOKENIZER} in {args.src}", file=sys.stderr)
+        print(f"no model folder with a {TOKENIZER}, {TEKKEN} or {TIKTOKEN} in {args.src}",
+              file=sys.stderr)
         return 1
     for folder in folders:
         started = time.perf_counter()

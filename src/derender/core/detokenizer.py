@@ -71,6 +71,7 @@ def seed_window(vocab: Vocabulary, prompt_ids: Sequence[int] | None, skip_specia
 def detokenize(vocab: Vocabulary, window: DecodeWindow, ids: Sequence[int], skip_special: bool
                ) -> tuple[str, DecodeWindow]:
     """Text the reference emits for ``ids`` after ``window``, and the window that follows."""
+    vocab = vocab.text_view(skip_special)
     special = vocab.special_ids
     if skip_special and not special.isdisjoint(ids):
         kept = [i for i in ids if i not in special]

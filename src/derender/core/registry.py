@@ -1,7 +1,9 @@
 """The served models: Hugging Face style folders, selected by the request's ``model``.
 
 A models folder holds one folder per model: ``tokenizer.json`` or its decode-only form
-``decode.json`` (one of them required), ``tokenizer_config.json`` (special tokens, EOS),
+``decode.json``, or instead Mistral's ``tekken.json`` or a Kimi-style ``tiktoken.model``
+(``core/bytevocab.py``; one of these is required, the first found in that order is read),
+``tokenizer_config.json`` (special tokens, EOS),
 ``generation_config.json`` (extra EOS ids), ``config.json`` (``max_position_embeddings`` →
 max_model_len) and an optional ``derender.json`` manifest (``served_names``,
 ``reasoning_parser``, ``tool_parser``, ``max_model_len``, ``max_logprobs``). A ``config.json``
@@ -20,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from derender.core.bytevocab import tekken_spec, tiktoken_spec
 from derender.core.errors import NotFoundError
 from derender.core.parsers import (
     HARMONY_REASONING,
@@ -35,6 +38,10 @@ TOKENIZER = "tokenizer.json"
 DECODE_SPEC = "decode.json"
 """A model's ``decode_spec`` (what ``derender.compact`` writes for the layer); preferred to
 ``tokenizer.json``, which it replaces there."""
+TEKKEN = "tekken.json"
+TIKTOKEN = "tiktoken.model"
+ORIGINALS = (TOKENIZER, TEKKEN, TIKTOKEN)
+"""The tokenizer files a decode spec is made from, in the order they are looked for."""
 DEFAULT_MAX_MODEL_LEN = 2048
 DEFAULT_MAX_LOGPROBS = 20
 _LENGTH_KEYS = ("max_position_embeddings", "n_positions", "max_seq_len", "seq_length",
@@ -117,20 +124,34 @@ def read_model_info(folder: Path, parsers: ParserChoice | None = None) -> ModelI
     )
 
 
+def original_tokenizer(folder: Path) -> Path | None:
+    """The folder's tokenizer file other than ``decode.json`` (``ORIGINALS`` order), if any."""
+    return next((folder / name for name in ORIGINALS if (folder / name).is_file()), None)
+
+
+def original_spec(folder: Path) -> dict[str, Any]:
+    """The decode spec of the folder's original tokenizer file."""
+    path = original_tokenizer(folder)
+    if path is None:
+        raise FileNotFoundError(f"{folder}: no {', '.join(ORIGINALS)}")
+    if path.name == TEKKEN:
+        return tekken_spec(json.loads(path.read_bytes()))
+    if path.name == TIKTOKEN:
+        return tiktoken_spec(path.read_bytes(), _read_json(folder / "tokenizer_config.json"))
+    return decode_spec(json.loads(path.read_bytes()))
+
+
 def load_vocabulary(folder: Path) -> Vocabulary:
     """A folder's vocabulary, from its decode spec if it has one (the layer's folders), else
-    from ``tokenizer.json``."""
+    from its original tokenizer file."""
     spec_file = folder / DECODE_SPEC
-    if spec_file.is_file():
-        spec = json.loads(spec_file.read_bytes())
-    else:
-        spec = decode_spec(json.loads((folder / TOKENIZER).read_bytes()))
+    spec = json.loads(spec_file.read_bytes()) if spec_file.is_file() else original_spec(folder)
     return Vocabulary.load(spec, _read_json(folder / "tokenizer_config.json"),
                            _read_json(folder / "generation_config.json"))
 
 
 def is_model_folder(folder: Path) -> bool:
-    return (folder / TOKENIZER).is_file() or (folder / DECODE_SPEC).is_file()
+    return (folder / DECODE_SPEC).is_file() or original_tokenizer(folder) is not None
 
 
 class ModelRegistry:
@@ -142,8 +163,8 @@ class ModelRegistry:
         folders = sorted(p for p in models_dir.iterdir() if is_model_folder(p)) \
             if models_dir.is_dir() else []
         if not folders:
-            raise RuntimeError(f"no model folder with a {TOKENIZER} or {DECODE_SPEC} "
-                               f"in {models_dir}")
+            raise RuntimeError(f"no model folder with a {DECODE_SPEC}, "
+                               f"{', '.join(ORIGINALS)} in {models_dir}")
         parsers = parsers or {}
         unknown = set(parsers) - {folder.name for folder in folders}
         if unknown:

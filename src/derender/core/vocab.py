@@ -17,6 +17,13 @@ Which ids count as *special* follows ``transformers`` (``all_special_ids``: the 
 tokens and ``additional_special_tokens`` of ``tokenizer_config.json``), not the ``special`` flag
 of ``tokenizer.json``, which marks many more added tokens (Llama 3's reserved tokens, Qwen3's
 ``<think>``).
+
+Two tokenizers without ``tokenizer.json`` load into the same shape (``core/bytevocab.py``):
+Mistral's ``tekken.json`` and a Kimi-style ``tiktoken.model``. Both are byte-level BPEs, so their
+pieces are written in GPT-2's byte alphabet and decoded by the ``ByteLevel`` decoder; their
+special tokens are pieces holding their text. Their decode specs (version 2) say which
+(``kind``), because vLLM detokenizes them with other code than a fast HF tokenizer
+(``Vocabulary.text_view``).
 """
 
 from __future__ import annotations
@@ -26,13 +33,22 @@ import functools
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any, Protocol, cast
 
 from tokenizers import Tokenizer
 from tokenizers.decoders import Decoder
 
 REPLACEMENT_CHAR = "\ufffd"
 DECODE_SPEC_VERSION = 1
+BYTE_SPEC_VERSION = 2
+"""Decode specs of ``tekken.json``/``tiktoken.model`` vocabularies (``core/bytevocab.py``): the
+fields of version 1 plus ``kind`` and, for tekken, ``special_ids``, ``eos_id`` and
+``hidden_ids``. A reader that only knows version 1 refuses them instead of misreading them."""
+HF, TEKKEN, TIKTOKEN = "hf", "tekken", "tiktoken"
+
+TEKKEN_SHOWN = ("[TOOL_CALLS]", "[ARGS]", "[THINK]", "[/THINK]")
+"""Special tokens vLLM's Mistral tokenizer keeps in text (``convert_tokens_to_string`` drops
+every other special token, whatever ``skip_special_tokens`` says)."""
 
 MARKUP = ("<think>", "</think>", "<tool_call>", "</tool_call>", "<|im_start|>", "<|im_end|>",
           "<|python_tag|>", "[TOOL_CALLS]", "[ARGS]", "[THINK]", "[/THINK]",
@@ -49,6 +65,14 @@ RESTORE_MARKUP = {0xE000 + i: marker for i, marker in enumerate(MARKUP)}
 _PREFIX_CONSISTENT_DECODERS = frozenset(
     {"ByteLevel", "Metaspace", "Replace", "ByteFallback", "Fuse", "Strip", "Sequence"}
 )
+
+KIMI_DEFAULTS: dict[str, Any] = {
+    "bos_token": "[BOS]", "eos_token": "[EOS]",
+    "additional_special_tokens": ["<|im_end|>", "<|im_user|>", "<|im_assistant|>",
+                                  "<|start_header_id|>", "<|end_header_id|>", "[EOT]",
+                                  "<|im_system|>", "<|im_middle|>"]}
+"""The special tokens Kimi's ``TikTokenTokenizer.__init__`` assumes when ``tokenizer_config.json``
+does not name them."""
 
 _SPECIAL_TOKEN_KEYS = ("bos_token", "eos_token", "unk_token", "pad_token", "sep_token",
                        "cls_token", "mask_token")
@@ -120,6 +144,39 @@ def decode_spec(tokenizer: Mapping[str, Any]) -> dict[str, Any]:
             "space_marker": _space_marker(tokenizer.get("pre_tokenizer"))}
 
 
+class Joiner(Protocol):
+    """What joins pieces into text: a ``tokenizers`` decoder or one of the joins below."""
+
+    def decode(self, tokens: list[str]) -> str: ...
+
+
+class _AddedJoin:
+    """A slow HF tokenizer's ``convert_tokens_to_string`` with added tokens, as vLLM's
+    ``_convert_tokens_to_string_with_added_encoders`` does it when special tokens are kept:
+    each added token's piece is its own text, the runs between are decoded, and the parts are
+    joined by a space (``spaces_between_special_tokens``, true by default)."""
+
+    def __init__(self, inner: Joiner, added: frozenset[str]) -> None:
+        self._inner = inner
+        self._added = added
+
+    def decode(self, tokens: list[str]) -> str:
+        parts: list[str] = []
+        run: list[str] = []
+        added = self._added
+        for token in tokens:
+            if token in added:
+                if run:
+                    parts.append(self._inner.decode(run))
+                    run = []
+                parts.append(token)
+            else:
+                run.append(token)
+        if run:
+            parts.append(self._inner.decode(run))
+        return " ".join(parts)
+
+
 def _decoder(spec: Any) -> Decoder | None:
     """The tokenizer's decoder alone, built through a tokenizer that has nothing else."""
     if spec is None:
@@ -141,7 +198,7 @@ class Vocabulary:
     """Ids below ``size`` without an entry (``decode`` skips them, as ``tokenizers`` does)."""
     added_ids: tuple[int, ...]
     """Ids of ``tokenizer.json``'s added tokens (they win a piece shared with the model)."""
-    decoder: Decoder | None
+    decoder: Joiner | None
     special_ids: frozenset[int]
     eos_id: int | None
     """The tokenizer's ``eos_token`` id: a stop on it leaves ``stop_reason`` null."""
@@ -153,6 +210,11 @@ class Vocabulary:
     byte_level: bool = False
     """The decoder is GPT-2's byte-level one alone: every piece spells its bytes in that
     alphabet (what the Harmony parser reads token bytes from)."""
+    kind: str = HF
+    """Where the vocabulary comes from: ``hf`` (``tokenizer.json``), ``tekken`` or ``tiktoken``."""
+    hidden_ids: frozenset[int] = frozenset()
+    """Tekken: ids whose text vLLM's Mistral tokenizer drops in ``convert_tokens_to_string``
+    (special tokens other than ``TEKKEN_SHOWN``, and any ordinary token spelling one)."""
 
     @functools.cached_property
     def _ids(self) -> dict[str, int]:
@@ -205,6 +267,57 @@ class Vocabulary:
         """``decode([id])`` for every id."""
         return [self.decode([i]) for i in ids]
 
+    def text_view(self, skip_special: bool) -> Vocabulary:
+        """The vocabulary vLLM's incremental detokenizer joins, for ``skip_special_tokens``.
+
+        A ``tokenizer.json`` vocabulary is its own view (a fast tokenizer's
+        ``convert_tokens_to_string`` is its decoder). vLLM detokenizes the two others with its
+        slow path, ``detokenize_incrementally`` over ``convert_ids_to_tokens`` and
+        ``convert_tokens_to_string`` of the tokenizer object, which differ:
+
+        - tekken (vLLM's ``MistralTokenizer``): the hidden ids' text is dropped. Skipping special
+          tokens, a piece holding a partial UTF-8 character is converted to its bytes, so the
+          window decodes as bytes (the byte-level view); keeping them, pieces stay strings
+          (each id decoded alone, U+FFFD for a partial character) and are simply concatenated.
+        - tiktoken (Kimi's slow ``TikTokenTokenizer``, whose special tokens are its added
+          vocabulary): skipping, pieces spelling a special token are dropped too; keeping,
+          added tokens stand apart from the decoded runs and the parts are joined by spaces.
+        """
+        if self.kind == HF:
+            return self
+        return self._skipping_view if skip_special else self._keeping_view
+
+    @functools.cached_property
+    def _skipping_view(self) -> Vocabulary:
+        pieces = list(self.pieces)
+        if self.kind == TEKKEN:
+            for index in self.hidden_ids:
+                pieces[index] = ""
+        else:
+            texts = {self.pieces[i] for i in self.special_ids}
+            for index, piece in enumerate(self.pieces):
+                if piece in texts:
+                    pieces[index] = ""
+        return dataclasses.replace(self, pieces=pieces, kind=HF)
+
+    @functools.cached_property
+    def _keeping_view(self) -> Vocabulary:
+        """Built on first use (tekken: every id decoded alone, a few tenths of a second)."""
+        if self.kind == TEKKEN:
+            added = frozenset(self.added_ids)
+            pieces = [
+                "" if i in self.hidden_ids
+                else self.pieces[i] if i in added
+                else self.decode([i])
+                for i in range(self.size)
+            ]
+            return dataclasses.replace(self, pieces=pieces, decoder=_decoder({"type": "Fuse"}),
+                                       kind=HF, byte_level=False)
+        assert self.decoder is not None
+        added_pieces = frozenset(self.pieces[i] for i in self.special_ids)
+        return dataclasses.replace(self, decoder=_AddedJoin(self.decoder, added_pieces),
+                                   kind=HF, fast_path=False, byte_level=False)
+
     @classmethod
     def load(
         cls,
@@ -213,9 +326,14 @@ class Vocabulary:
         generation_config: dict[str, Any],
     ) -> Vocabulary:
         """Build from a ``decode_spec`` and the two parsed config files."""
-        if spec.get("version") != DECODE_SPEC_VERSION:
-            raise ValueError(f"decode spec version {spec.get('version')!r} is not "
-                             f"{DECODE_SPEC_VERSION}: rebuild it with derender.compact")
+        version = spec.get("version")
+        if version not in (DECODE_SPEC_VERSION, BYTE_SPEC_VERSION):
+            raise ValueError(f"decode spec version {version!r} is not {DECODE_SPEC_VERSION} "
+                             f"or {BYTE_SPEC_VERSION}: rebuild it with derender.compact")
+        kind = str(spec.get("kind")) if version == BYTE_SPEC_VERSION else HF
+        if version == BYTE_SPEC_VERSION and kind not in (TEKKEN, TIKTOKEN):
+            raise ValueError(f"decode spec version 2 of kind {kind!r}: rebuild it with "
+                             f"derender.compact")
         raw: list[str | None] = spec["pieces"]
         holes = frozenset(i for i, piece in enumerate(raw) if piece is None) \
             if None in raw else frozenset()
@@ -228,6 +346,8 @@ class Vocabulary:
                 return by_added[name]
             return pieces.index(name) if name in pieces else None
 
+        if kind == TIKTOKEN:  # Kimi's TikTokenTokenizer's defaults for what the config omits
+            tokenizer_config = {**KIMI_DEFAULTS, **tokenizer_config}
         special_names = {
             name
             for key in _SPECIAL_TOKEN_KEYS
@@ -246,6 +366,9 @@ class Vocabulary:
 
         eos_name = _token_content(tokenizer_config.get("eos_token"))
         eos_id = token_id(eos_name) if eos_name is not None else None
+        if kind == TEKKEN:  # vLLM's Mistral tokenizer ignores tokenizer_config.json
+            special_ids = frozenset(int(i) for i in spec["special_ids"])
+            eos_id = spec.get("eos_id")
         configured = generation_config.get("eos_token_id")
         if isinstance(configured, int):
             configured = [configured]
@@ -265,4 +388,6 @@ class Vocabulary:
             space_marker=spec.get("space_marker"),
             fast_path=bool(decoders) and decoders <= _PREFIX_CONSISTENT_DECODERS,
             byte_level=decoders == {"ByteLevel"},
+            kind=kind,
+            hidden_ids=frozenset(int(i) for i in spec.get("hidden_ids") or ()),
         )
