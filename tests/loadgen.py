@@ -488,6 +488,16 @@ def start_server(models_dir: Path, log_path: Path) -> LocalServer:
     return LocalServer(uvicorn_app, {**os.environ, **server_env(models_dir)}, log_path)
 
 
+def served(root: Path) -> Generator[LocalServer, None, None]:
+    """A module fixture's body: ``start_server`` on a fresh models folder under ``root``,
+    stopped when the module is done."""
+    server = start_server(make_models_dir(root), root / "server.log")
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
 def rss_kib(pid: int) -> int:
     """Resident set size of a process (VmRSS), KiB."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():

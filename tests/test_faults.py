@@ -54,9 +54,8 @@ from tests.loadgen import (
     _parser_case,
     _spans,
     _stop_strings,
-    make_models_dir,
     oracle_body,
-    start_server,
+    served,
 )
 from tests.servers import LocalServer
 
@@ -74,12 +73,7 @@ KINDS = ["plain", "logprobs", "stops", "parser", "n>1"]
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalServer]:
-    root = tmp_path_factory.mktemp("faults")
-    server = start_server(make_models_dir(root), root / "server.log")
-    try:
-        yield server
-    finally:
-        server.stop()
+    yield from served(tmp_path_factory.mktemp("faults"))
 
 
 @pytest.fixture(scope="module")

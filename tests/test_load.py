@@ -42,10 +42,9 @@ from tests.loadgen import (
     KINDS,
     RssSampler,
     Texts,
-    make_models_dir,
     rss_verdict,
     run_load,
-    start_server,
+    served,
 )
 from tests.servers import LocalServer
 
@@ -56,12 +55,7 @@ SEED = int(os.environ.get("DERENDER_LOAD_SEED") or random.randrange(1 << 30))
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalServer]:
-    root = tmp_path_factory.mktemp("load")
-    server = start_server(make_models_dir(root), root / "server.log")
-    try:
-        yield server
-    finally:
-        server.stop()
+    yield from served(tmp_path_factory.mktemp("load"))
 
 
 def test_concurrent_clients_get_no_errors_equal_streams_and_flat_memory(
