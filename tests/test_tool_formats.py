@@ -48,8 +48,8 @@ FORMATS = (hermes.FORMAT, llama3_json.FORMAT, pythonic.FORMAT)
 
 def test_every_format_is_registered_with_its_own_tag_and_state() -> None:
     assert {"hermes", "llama3_json", "pythonic", "deepseek_v3", "deepseek_v31", "mistral",
-            "qwen3_coder"} == set(parsers.TOOL_FORMATS)
-    assert {*parsers.TOOL_FORMATS, "openai"} == parsers.TOOL_PARSERS  # Harmony: no text format
+            "qwen3_coder", "mimo", "seed_oss"} == set(parsers.TOOL_FORMATS)
+    assert {*parsers.TOOL_FORMATS, *parsers.TOOL_ALIASES, "openai"} == parsers.TOOL_PARSERS
     assert {fmt.tag for fmt in FORMATS} == {0, 1, 2}
     assert len({fmt.state_type for fmt in FORMATS}) == len(FORMATS)
     for fmt in FORMATS:

@@ -14,8 +14,7 @@ from dataclasses import dataclass, field
 
 from derender.core.detokenizer import DecodeWindow
 from derender.core.errors import BadRequestError
-from derender.core.parsers import FORMATS_BY_TAG, ParserState, format_of, harmony
-from derender.core.parsers.reasoning import ReasoningState
+from derender.core.parsers import FORMATS_BY_TAG, ParserState, format_of, harmony, reasoning
 from derender.core.state_codec import MAX_VALUE, Reader, Writer
 
 __all__ = ["FINGERPRINT_BYTES", "MAX_VALUE", "StopProgress", "StreamState", "decode_state",
@@ -105,7 +104,7 @@ def _encode_parser(w: Writer, parser: ParserState | None) -> None:
            | (0 if fmt is None else _TOOLS | fmt.tag << _TAG_SHIFT)
            | (0 if parser.harmony is None else _HARMONY))
     if thought is not None:
-        w.text(thought.held)
+        reasoning.encode(thought, w)
     if fmt is not None and tools is not None:
         fmt.write(tools, w)
     if parser.harmony is not None:
@@ -116,7 +115,7 @@ def _decode_parser(r: Reader) -> ParserState | None:
     flags = r.uint()
     if not flags & _PARSER:
         return None
-    thought = ReasoningState(bool(flags & _IN_REASONING), r.text()) if flags & _REASONING else None
+    thought = reasoning.decode(bool(flags & _IN_REASONING), r) if flags & _REASONING else None
     tools = None
     if flags & _TOOLS:
         fmt = FORMATS_BY_TAG.get(flags >> _TAG_SHIFT)

@@ -38,8 +38,13 @@ from derender.protocol import ChatRequest
 
 TOOL_FORMATS: dict[str, ToolFormat[Any]] = {
     fmt.name: fmt for fmt in (hermes.FORMAT, llama3_json.FORMAT, pythonic.FORMAT,
-                              deepseek.V3, deepseek.V31, mistral.FORMAT, qwen3_coder.FORMAT)}
+                              deepseek.V3, deepseek.V31, mistral.FORMAT, qwen3_coder.FORMAT,
+                              qwen3_coder.MIMO_FORMAT, qwen3_coder.SEED_OSS_FORMAT)}
 """The tool-call formats, by the name vLLM's ``--tool-call-parser`` gives them."""
+TOOL_ALIASES = {"qwen3_xml": "qwen3_coder", "qwen3_json": "hermes", "llama4_json": "llama3_json",
+                "step3p5": "qwen3_coder"}
+"""Tool parser names that are another format's: vLLM 0.33's aliases, and ``step3p5``, whose
+calls are ``qwen3_coder``'s unchanged. An alias is the same format (its states, its tag)."""
 FORMATS_BY_TAG: dict[int, ToolFormat[Any]] = {fmt.tag: fmt for fmt in TOOL_FORMATS.values()}
 if len(FORMATS_BY_TAG) != len(TOOL_FORMATS):
     raise RuntimeError("two tool-call formats share a state tag")
@@ -48,15 +53,19 @@ _FORMAT_OF_STATE: dict[type, ToolFormat[Any]] = {
 
 OTHER_FORMAT = "stream_state holds the tool-call state of another format than this model's"
 
-PARSED_UNDER_NONE = frozenset({"mistral", "qwen3_coder"})
+PARSED_UNDER_NONE = frozenset({"mistral", "qwen3_coder", "mimo", "seed_oss"})
 """Formats whose calls vLLM still parses under ``tool_choice`` "none", dropping them with
 their markup (the others leave the output as content)."""
+PARSED_WITHOUT_TOOLS = frozenset({"qwen3_coder", "mimo", "seed_oss"})
+"""Engine formats vLLM runs when the request has no ``tools`` (its ``tool_choice`` is then
+"none" and nothing suppresses the calls): calls are read as usual, content stripped as with
+calls, and then the calls are dropped [895, 951, 1009]."""
 
 HARMONY_REASONING, HARMONY_TOOLS = "openai_gptoss", "openai"
 """vLLM's names for the Harmony parsers (gpt-oss models only; the reasoning one is their
 default)."""
 REASONING_PARSERS = frozenset({*reasoning.FORMATS, HARMONY_REASONING})
-TOOL_PARSERS = frozenset({*TOOL_FORMATS, HARMONY_TOOLS})
+TOOL_PARSERS = frozenset({*TOOL_FORMATS, *TOOL_ALIASES, HARMONY_TOOLS})
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +94,12 @@ class ParserSettings:
     harmony: bool = False
     """A gpt-oss model: the output is Harmony, parsed from token ids (``tool_format``
     "openai" when function messages are tool calls)."""
+    as_called: bool = False
+    """Calls are read and content treated as with calls kept, but the calls are dropped
+    (``PARSED_WITHOUT_TOOLS``)."""
+    force_content: bool = False
+    """The template kwargs force content (``force_nonempty_content`` true or
+    ``enable_thinking`` false), for reasoning formats that swap (nemotron_v3)."""
 
     @property
     def spelling(self) -> dict[str, str]:
@@ -97,7 +112,7 @@ class ParserSettings:
 
     def tool_context(self) -> ToolContext:
         return ToolContext(self.forced_name, self.forced and not self.named, self.spelling,
-                           self.request_tools, self.keep_calls)
+                           self.request_tools, self.keep_calls or self.as_called)
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,6 +141,7 @@ def template_thinking(request: ChatRequest) -> bool:
 
 def parser_settings(reasoning_parser: str | None, tool_parser: str | None,
                     request: ChatRequest, vocab: Vocabulary) -> ParserSettings:
+    tool_parser = TOOL_ALIASES.get(tool_parser or "", tool_parser)
     choice: Any = request.tool_choice
     named = isinstance(choice, dict)
     forced = named or choice == "required"
@@ -142,6 +158,8 @@ def parser_settings(reasoning_parser: str | None, tool_parser: str | None,
         and mistral.older_grammar(lambda m: vocab.token_id(m) is not None))
     tools = (tool_parser is not None and bool(request.tools)
              and (choice != "none" or under_none))
+    as_called = tool_parser in PARSED_WITHOUT_TOOLS and not request.tools
+    tools = tools or as_called
     keep = forced or (choice == "auto" and tools)
     return ParserSettings(
         reasoning=reasoning.FORMATS[reasoning_parser] if reasoning_parser else None,
@@ -152,7 +170,14 @@ def parser_settings(reasoning_parser: str | None, tool_parser: str | None,
         include_reasoning=request.include_reasoning,
         spell=tuple((marker, vocab.spelled(marker)) for marker in MARKUP),
         request_tools=tuple(request.tools or ()) if tools else (),
+        force_content=forces_content(request), as_called=as_called,
     )
+
+
+def forces_content(request: ChatRequest) -> bool:
+    """nemotron_v3's ``_should_force_content``: the template kwargs as sent."""
+    kwargs = request.chat_template_kwargs or {}
+    return kwargs.get("enable_thinking") is False or kwargs.get("force_nonempty_content") is True
 
 
 def start(settings: ParserSettings, vocab: Vocabulary, prompt_ids: Sequence[int] | None
@@ -162,7 +187,8 @@ def start(settings: ParserSettings, vocab: Vocabulary, prompt_ids: Sequence[int]
     fmt = settings.reasoning
     return ParserState(
         reasoning=None if fmt is None else reasoning.start(fmt, vocab, prompt_ids,
-                                                           settings.thinking),
+                                                           settings.thinking,
+                                                           settings.force_content),
         tools=None if settings.tool_format is None else
         TOOL_FORMATS[settings.tool_format].start(),
     )

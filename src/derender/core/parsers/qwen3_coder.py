@@ -27,6 +27,13 @@ end of its call or of the output keeps the value read so far (vLLM drops it); a 
 longer than ``MAX_VALUE`` is a string; whitespace before the content that precedes a call
 stays. State: the mode, a short holdback, the name/value being read, the function's name, the
 call counter, flags and the open parameter's types.
+
+The other members of the family are this machine with their differences as data
+(``Grammar``): ``mimo`` keeps values as written (no newline trimmed; still typed),
+``seed_oss`` wraps calls in ``<seed:tool_call>`` and, having no structural tag in vLLM, takes
+vLLM's JSON path under a forced ``tool_choice`` (named: the content as written is the call's
+arguments; "required": only a JSON list would be read, other text is dropped). ``step3p5``'s
+calls are ``qwen3_coder``'s unchanged (an alias in the registry).
 """
 
 from __future__ import annotations
@@ -34,9 +41,9 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, TypeVar
 
 from derender.core.markers import earliest, pending_prefix
 from derender.core.parsers.tools import ToolCallDelta, ToolContext, ToolFormat, ToolState, merge
@@ -90,7 +97,30 @@ _SWALLOWED = ("</parameter>", "<parameter=", "<think>", "</think>", "<tool_call>
 
 
 @dataclass(frozen=True, slots=True)
-class Qwen3CoderState(ToolState):
+class Grammar:
+    """What distinguishes a member of the Qwen3 XML family (vLLM's ``qwen3_config`` and the
+    overrides of its ``Qwen3Parser`` subclasses)."""
+
+    name: str
+    tag: int
+    tool_start: str = TOOL_START
+    tool_end: str = TOOL_END
+    trim_newlines: bool = True
+    """One newline at either end of a value is markup, trimmed (mimo: kept as written)."""
+    json_when_forced: bool = False
+    """A forced ``tool_choice`` takes vLLM's JSON path instead of the XML (seed_oss)."""
+
+
+QWEN3 = Grammar("qwen3_coder", 28)
+MIMO = Grammar("mimo", 40, trim_newlines=False)
+SEED_OSS = Grammar("seed_oss", 41, tool_start="<seed:tool_call>", tool_end="</seed:tool_call>",
+                   json_when_forced=True)
+
+
+@dataclass(frozen=True, slots=True)
+class XmlCallState(ToolState):
+    """The machine's state; each format has its own subclass, so a state says its format."""
+
     mode: str = CONTENT
     held: str = ""
     """Unread text: what may still become a tag."""
@@ -107,10 +137,29 @@ class Qwen3CoderState(ToolState):
     """The open parameter's types (bits of TYPES)."""
 
 
+@dataclass(frozen=True, slots=True)
+class Qwen3CoderState(XmlCallState):
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class MimoState(XmlCallState):
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class SeedOssState(XmlCallState):
+    pass
+
+
+X = TypeVar("X", bound=XmlCallState)
+
+
 class _Run:
     """A working copy of the state while text is fed."""
 
-    def __init__(self, state: Qwen3CoderState, context: ToolContext) -> None:
+    def __init__(self, state: XmlCallState, context: ToolContext, trim: bool = True) -> None:
+        self.trim = trim
         self.mode, self.acc, self.fn, self.space = state.mode, state.acc, state.fn, state.space
         self.pending = 0
         self.calls, self.flags, self.types = state.calls, state.flags, state.types
@@ -206,6 +255,9 @@ class _Run:
                 return
             self.types, piece, self.acc = STRING, self.acc, ""  # too long: a string
             self.args('"')
+        if not self.trim:
+            self.args(json.dumps(piece, ensure_ascii=False)[1:-1])
+            return
         if not self.has(STARTED):
             self.set(STARTED)
             piece = piece.removeprefix("\n")
@@ -219,19 +271,20 @@ class _Run:
         if self.types == STRING:
             self.args('"')
         else:
-            raw = self.acc.removeprefix("\n")
-            raw = raw.removesuffix("\n")
+            raw = self.acc.removeprefix("\n").removesuffix("\n") if self.trim else self.acc
             self.args(json.dumps(coerce(raw, self.types), ensure_ascii=False))
         self.acc = ""
         self.mode = GAP
         self.flags &= KEPT | GHOST | COMMA
 
 
-def feed(state: Qwen3CoderState, text: str, final: bool, context: ToolContext
-         ) -> tuple[str, list[ToolCallDelta], Qwen3CoderState]:
+def feed(state: X, text: str, final: bool, context: ToolContext, grammar: Grammar = QWEN3
+         ) -> tuple[str, list[ToolCallDelta], X]:
     """Content and tool-call deltas of new text; ``final`` settles what was held back."""
-    open_tag, close_tag = context.spelled(TOOL_START), context.spelled(TOOL_END)
-    run = _Run(state, context)
+    if grammar.json_when_forced and (context.forced_name or context.required):
+        return _forced(state, text, final, context)
+    open_tag, close_tag = context.spelled(grammar.tool_start), context.spelled(grammar.tool_end)
+    run = _Run(state, context, grammar.trim_newlines)
     buffer = state.held + text
     held = ""
     while True:
@@ -299,8 +352,24 @@ def feed(state: Qwen3CoderState, text: str, final: bool, context: ToolContext
         run.end_content()
         run.mode = CONTENT
     return ("".join(run.content), merge(run.deltas),
-            Qwen3CoderState(run.mode, held, run.acc, run.space, run.fn, run.calls, run.flags,
-                            run.types))
+            replace(state, mode=run.mode, held=held, acc=run.acc, space=run.space, fn=run.fn,
+                    calls=run.calls, flags=run.flags, types=run.types))
+
+
+def _forced(state: X, text: str, final: bool, context: ToolContext
+            ) -> tuple[str, list[ToolCallDelta], X]:
+    """vLLM's JSON path for a forced ``tool_choice`` (a format without a structural tag): a
+    named function's arguments are the content as written, in one call, if it is not blank
+    (its leading whitespace held meanwhile, up to ``MAX_SPACE``); for "required" no call and
+    no content (vLLM reads a JSON list there, which is not done here)."""
+    if context.forced_name is None:
+        return "", [], state
+    if state.calls:
+        return "", [ToolCallDelta(0, None, text)] if text else [], state
+    space = state.space + text
+    if not space.strip() and (final or len(space) <= MAX_SPACE):
+        return "", [], replace(state, space="" if final else space)
+    return "", [ToolCallDelta(0, context.forced_name, space)], replace(state, calls=1, space="")
 
 
 def _after_call(run: _Run, stop: str, open_tag: str, close_tag: str) -> None:
@@ -539,7 +608,7 @@ def coerce(value: str, mask: int) -> Any:
     return parsed if _finite(parsed) else value
 
 
-def _encode(state: Qwen3CoderState, w: Writer) -> None:
+def _encode(state: XmlCallState, w: Writer) -> None:
     w.uint(MODES.index(state.mode))
     w.text(state.held)
     w.text(state.acc)
@@ -550,13 +619,23 @@ def _encode(state: Qwen3CoderState, w: Writer) -> None:
     w.uint(state.types)
 
 
-def _decode(r: Reader) -> Qwen3CoderState:
-    mode, held, acc, space, fn = r.uint(), r.text(), r.text(), r.text(), r.text()
-    calls, flags, types = r.uint(), r.uint(), r.uint()
-    if mode >= len(MODES) or flags >> 7 or types >> len(TYPES):
-        raise ValueError("malformed qwen3_coder state")
-    return Qwen3CoderState(MODES[mode], held, acc, space, fn, calls, flags, types)
+def _decoder(kind: type[X]) -> Callable[[Reader], X]:
+    def decode(r: Reader) -> X:
+        mode, held, acc, space, fn = r.uint(), r.text(), r.text(), r.text(), r.text()
+        calls, flags, types = r.uint(), r.uint(), r.uint()
+        if mode >= len(MODES) or flags >> 7 or types >> len(TYPES):
+            raise ValueError(f"malformed {kind.__name__}")
+        return kind(MODES[mode], held, acc, space, fn, calls, flags, types)
+    return decode
 
 
-FORMAT = ToolFormat("qwen3_coder", 28, Qwen3CoderState, Qwen3CoderState, feed, _encode,
-                    _decode)
+def _format(grammar: Grammar, kind: type[X]) -> ToolFormat[X]:
+    def step(state: X, text: str, final: bool, context: ToolContext
+             ) -> tuple[str, list[ToolCallDelta], X]:
+        return feed(state, text, final, context, grammar)
+    return ToolFormat(grammar.name, grammar.tag, kind, kind, step, _encode, _decoder(kind))
+
+
+FORMAT = _format(QWEN3, Qwen3CoderState)
+MIMO_FORMAT = _format(MIMO, MimoState)
+SEED_OSS_FORMAT = _format(SEED_OSS, SeedOssState)

@@ -13,6 +13,14 @@ could still become a marker. Formats, as vLLM 0.33 names them:
   content, every ``[THINK]`` opens reasoning (again), one inside it is absorbed, ``[/THINK]``
   ends it and is dropped anywhere else, ``[TOOL_CALLS]`` ends it and stays for the tool
   parser; trailing whitespace of reasoning is dropped (held until more reasoning follows).
+- the Qwen3-grammar engines, ``qwen3`` with their differences as data (vLLM's ``Qwen3Parser``
+  subclasses): ``mimo`` (thinking off starts in content, where a ``</think>`` is still
+  dropped), ``step3p5`` (always thinking: only the prompt closes it; trailing whitespace of
+  reasoning dropped), ``seed_oss`` (``<seed:think>``/``</seed:think>``, ``<seed:tool_call>``
+  ending reasoning; the prompt is not read: its turn markers are not in the vocabulary) and
+  ``nemotron_v3`` (as ``step3p5`` but with the switch, and with its swap: when the request
+  forces content, reasoning that ends with blank content becomes the content, see
+  ``ReasoningState.swap``).
 """
 
 from __future__ import annotations
@@ -21,12 +29,20 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from derender.core.markers import earliest, pending_prefix
+from derender.core.state_codec import Reader, Writer
 from derender.core.vocab import Vocabulary
 
 THINK, END_THINK, TOOL_CALL = "<think>", "</think>", "<tool_call>"
 MAX_HELD_SPACE = 256
 """Whitespace at the end of reasoning held back to be dropped if the block ends there."""
 CHATML_TURN = ("<|im_start|>", "<|im_end|>")
+SEED_THINK, SEED_END_THINK, SEED_TOOL_CALL = "<seed:think>", "</seed:think>", "<seed:tool_call>"
+"""Seed-OSS's markers: single tokens of its own vocabulary, several on Qwen3's (matched as
+text there, as vLLM's lexer does for a terminal that is not one token)."""
+MAX_SWAP = 512
+"""Characters of reasoning a stream holds back while it may still become the content
+(nemotron_v3's swap); past that it streams as reasoning and the swap can no longer happen
+(README compatibility). The whole text, fed at once, is never cut short."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +68,12 @@ class ReasoningFormat:
     """``start`` in the content opens reasoning again."""
     strips_trailing_space: bool = False
     """Whitespace ending a reasoning block is dropped."""
+    off_starts_content: bool = False
+    """``enable_thinking: false`` starts the output in content (the parser stays on: a late
+    ``end`` is still dropped), whatever the prompt."""
+    swaps: bool = False
+    """nemotron_v3: when the request forces content (``force_nonempty_content``, or thinking
+    off) and the content is blank, reasoning and content change places."""
 
     def markers(self, reasoning: bool) -> tuple[str, ...]:
         if reasoning:
@@ -64,6 +86,18 @@ FORMATS = {
     "qwen3": ReasoningFormat("qwen3", ends_implicitly=(TOOL_CALL,), removed=CHATML_TURN,
                              drops_late_end=True, honours_prompt=True, honours_switch=True),
     "deepseek_r1": ReasoningFormat("deepseek_r1"),
+    "mimo": ReasoningFormat("mimo", ends_implicitly=(TOOL_CALL,), removed=CHATML_TURN,
+                            drops_late_end=True, honours_prompt=True, off_starts_content=True),
+    "step3p5": ReasoningFormat("step3p5", ends_implicitly=(TOOL_CALL,), removed=CHATML_TURN,
+                               drops_late_end=True, honours_prompt=True,
+                               strips_trailing_space=True),
+    "seed_oss": ReasoningFormat("seed_oss", ends_implicitly=(SEED_TOOL_CALL,),
+                                removed=CHATML_TURN, drops_late_end=True,
+                                off_starts_content=True, start=SEED_THINK, end=SEED_END_THINK),
+    "nemotron_v3": ReasoningFormat("nemotron_v3", ends_implicitly=(TOOL_CALL,),
+                                   removed=CHATML_TURN, drops_late_end=True, honours_prompt=True,
+                                   off_starts_content=True, strips_trailing_space=True,
+                                   swaps=True),
     "mistral": ReasoningFormat("mistral", ends_implicitly=("[TOOL_CALLS]",), drops_late_end=True,
                                start="[THINK]", end="[/THINK]", starts_in_content=True,
                                reopens=True, strips_trailing_space=True),
@@ -76,6 +110,12 @@ class ReasoningState:
 
     reasoning: bool
     held: str = ""
+    swap: bool = False
+    """nemotron_v3 with content forced: the content has been blank so far, so the reasoning
+    read (``kept``) and the content's whitespace (``space``) wait; at the end they change
+    places, or go out as they are once the content says something (or a bound is passed)."""
+    kept: str = ""
+    space: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,19 +139,39 @@ def prompt_leaves_reasoning_open(vocab: Vocabulary, prompt_ids: Sequence[int] | 
 
 
 def start(fmt: ReasoningFormat, vocab: Vocabulary, prompt_ids: Sequence[int] | None,
-          thinking: bool) -> ReasoningState | None:
-    """Initial state, or None when the parser is off (all text is content, untouched)."""
+          thinking: bool, force_content: bool = False) -> ReasoningState | None:
+    """Initial state, or None when the parser is off (all text is content, untouched).
+    ``force_content``: the request forces content (``force_nonempty_content``, or thinking
+    off), for formats that swap."""
     if fmt.honours_switch and not thinking:
         return None
+    swap = fmt.swaps and force_content
+    if fmt.off_starts_content and not thinking:
+        return ReasoningState(False, swap=swap)
     if fmt.honours_prompt:
-        return ReasoningState(prompt_leaves_reasoning_open(vocab, prompt_ids))
-    return ReasoningState(not fmt.starts_in_content)
+        return ReasoningState(prompt_leaves_reasoning_open(vocab, prompt_ids), swap=swap)
+    return ReasoningState(not fmt.starts_in_content, swap=swap)
 
 
 def feed(fmt: ReasoningFormat, state: ReasoningState, text: str, final: bool,
          spell: Mapping[str, str]) -> tuple[ReasoningDelta, ReasoningState]:
     """Split new text; ``final`` releases what was held back. ``spell`` maps each marker to
     how it appears in the text (a stand-in character where it is a single token)."""
+    delta, after = _split(fmt, state, text, final, spell)
+    if not state.swap:
+        return delta, after
+    kept, space = state.kept + delta.reasoning, state.space + delta.content
+    if space.strip() or (not final and (len(kept) > MAX_SWAP or len(space) > MAX_HELD_SPACE)):
+        return ReasoningDelta(kept, space), after  # no swap: both go out as they are
+    if final:  # vLLM's extract_reasoning: blank content, so reasoning becomes the content
+        return ReasoningDelta(space, kept), after
+    return ReasoningDelta("", ""), ReasoningState(after.reasoning, after.held, True, kept, space)
+
+
+def _split(fmt: ReasoningFormat, state: ReasoningState, text: str, final: bool,
+           spell: Mapping[str, str]) -> tuple[ReasoningDelta, ReasoningState]:
+    spell = {m: spell.get(m, m) for m in (fmt.start, fmt.end, *fmt.ends_implicitly,
+                                          *fmt.removed)}
     end_think, start_think = spell[fmt.end], spell[fmt.start]
     implicit = {spell[m] for m in fmt.ends_implicitly}
     buffer = state.held + text
@@ -156,3 +216,22 @@ def _strip_end(pieces: list[str]) -> None:
         pieces[i] = pieces[i].rstrip()
         if pieces[i]:
             return
+
+
+def encode(state: ReasoningState, w: Writer) -> None:
+    """The state after its phase flag (written by the stream state)."""
+    w.text(state.held)
+    w.uint(int(state.swap))
+    if state.swap:
+        w.text(state.kept)
+        w.text(state.space)
+
+
+def decode(reasoning: bool, r: Reader) -> ReasoningState:
+    held, swap = r.text(), r.uint()
+    if swap > 1:
+        raise ValueError("malformed reasoning state")
+    if not swap:
+        return ReasoningState(reasoning, held)
+    kept, space = r.text(), r.text()
+    return ReasoningState(reasoning, held, True, kept, space)
