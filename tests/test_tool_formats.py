@@ -48,13 +48,34 @@ FORMATS = (hermes.FORMAT, llama3_json.FORMAT, pythonic.FORMAT)
 
 def test_every_format_is_registered_with_its_own_tag_and_state() -> None:
     assert {"hermes", "llama3_json", "pythonic", "deepseek_v3", "deepseek_v31", "mistral",
-            "qwen3_coder"} == set(parsers.TOOL_FORMATS)
+            "qwen3_coder", "deepseek_v32", "deepseek_v4", "deepseek_v41", "glm45",
+            "glm47"} == set(parsers.TOOL_FORMATS)
+    assert len({fmt.state_type for fmt in parsers.TOOL_FORMATS.values()}) == len(
+        parsers.TOOL_FORMATS)
     assert {*parsers.TOOL_FORMATS, "openai"} == parsers.TOOL_PARSERS  # Harmony: no text format
     assert {fmt.tag for fmt in FORMATS} == {0, 1, 2}
     assert len({fmt.state_type for fmt in FORMATS}) == len(FORMATS)
     for fmt in FORMATS:
         assert parsers.TOOL_FORMATS[fmt.name] is fmt is parsers.FORMATS_BY_TAG[fmt.tag]
         assert parsers.format_of(fmt.start()) is fmt
+
+
+def test_engine_formats_pair_with_their_family() -> None:
+    """vLLM runs one engine object as both parsers of a family (``make_adapters``): an engine
+    format with its own reasoning serves with its family's reasoning parser; ``deepseek_v32``
+    (no reasoning) with any or none; glm45 and glm47 are one config."""
+    engine_formats = {"deepseek_v32", "deepseek_v4", "deepseek_v41", "glm45", "glm47"}
+    assert engine_formats == parsers.ENGINE_FORMATS
+    ok = [("deepseek_v4", "deepseek_v4"), ("deepseek_v41", "deepseek_v41"), ("glm45", "glm45"),
+          ("glm47", "glm47"), ("glm45", "glm47"), (None, "deepseek_v32"),
+          ("deepseek_v3", "deepseek_v32"), ("deepseek_r1", "deepseek_v32"),
+          ("deepseek_v3", "deepseek_v31"), ("deepseek_v3", None)]
+    for pair in ok:
+        assert parsers.pairing_error(*pair) is None, pair
+    for pair in [(None, "glm45"), ("qwen3", "glm47"), ("deepseek_v4", None),
+                 ("deepseek_v4", "deepseek_v41"), ("glm45", "hermes"), ("deepseek_v4", "glm45"),
+                 ("deepseek_r1", "deepseek_v4")]:
+        assert parsers.pairing_error(*pair) is not None, pair
 
 
 def test_a_state_of_another_format_is_refused() -> None:

@@ -146,6 +146,8 @@ class EngineConfig:
     """A call whose name is not one of the request's tools is dropped."""
     unwrap: bool = False
     """DSML: a lone ``arguments``/``input`` parameter holding all properties is unwrapped."""
+    clean_name: Callable[[str], str] = str.strip
+    """A call's name as read (between the terminals) → its name (vLLM strips it)."""
 
 
 def spelled(text: str, spell: Mapping[str, str] | None) -> str:
@@ -271,7 +273,7 @@ class _Run:
 
     def open_call(self) -> None:
         """The name has been read: the call is returned, or not."""
-        name = self.acc.strip()
+        name = self.config.clean_name(self.acc)
         self.acc = ""
         if self.has(GHOST):
             return
@@ -464,10 +466,12 @@ class DsmlArgs:
 
     GAP, HEAD, VALUE, LONG = range(4)
     subs = 4
-    _HEAD = re.compile(r'\s+name="([^"]+)"(?:\s+string="([^"]*)")?\s*>', re.DOTALL)
+    HEAD_RE = re.compile(r'\s+name="([^"]+)"(?:\s+string="([^"]*)")?\s*>', re.DOTALL)
+    """A parameter tag after ``param_start``: group 1 the key, group 2 the ``string`` flag."""
 
-    def __init__(self, param_start: str, param_close: str) -> None:
-        self.param_start, self.param_close = param_start, param_close
+    def __init__(self, param_start: str, param_close: str,
+                 head: re.Pattern[str] = HEAD_RE) -> None:
+        self.param_start, self.param_close, self._HEAD = param_start, param_close, head
 
     def terminals(self, spell: Callable[[str], str]) -> tuple[str, ...]:
         return spell(self.param_start), spell(self.param_close)
@@ -500,7 +504,7 @@ class DsmlArgs:
                     region, run.acc, run.sub = head + region[end + 1:], "", self.GAP
                     continue
                 run.key, run.acc, run.sub = match.group(1), "", self.VALUE
-                run.set(STRATTR, match.group(2) == "true")
+                run.set(STRATTR, match.re.groups >= 2 and match.group(2) == "true")
                 region = region[end + 1:]
             else:  # VALUE, LONG
                 found = _value_end(region, start, close)
