@@ -61,20 +61,24 @@ def test_every_format_is_registered_with_its_own_tag_and_state() -> None:
 
 
 def test_engine_formats_pair_with_their_family() -> None:
-    """vLLM runs one engine object as both parsers of a family (``make_adapters``): an engine
-    format with its own reasoning serves with its family's reasoning parser; ``deepseek_v32``
-    (no reasoning) with any or none; glm45 and glm47 are one config."""
+    """vLLM runs one engine object as both parsers of a family (``make_adapters``); its tool
+    parser alone reads no reasoning (think tags are text: cases 835-843, 853-861), its
+    reasoning parser alone no calls (tool tags are text: 845-851, 863-869). An engine
+    reasoning parser with another family's tool parser is refused (not recorded)."""
     engine_formats = {"deepseek_v32", "deepseek_v4", "deepseek_v41", "glm45", "glm47"}
     assert engine_formats == parsers.ENGINE_FORMATS
-    ok = [("deepseek_v4", "deepseek_v4"), ("deepseek_v41", "deepseek_v41"), ("glm45", "glm45"),
-          ("glm47", "glm47"), ("glm45", "glm47"), (None, "deepseek_v32"),
-          ("deepseek_v3", "deepseek_v32"), ("deepseek_r1", "deepseek_v32"),
-          ("deepseek_v3", "deepseek_v31"), ("deepseek_v3", None)]
-    for pair in ok:
+    modes = {("deepseek_v4", "deepseek_v4"): "both", ("deepseek_v41", "deepseek_v41"): "both",
+             ("glm45", "glm45"): "both", ("glm47", "glm47"): "both", ("glm45", "glm47"): "both",
+             (None, "deepseek_v32"): "tools", ("deepseek_v3", "deepseek_v32"): "tools",
+             (None, "glm47"): "tools", (None, "deepseek_v4"): "tools",
+             ("qwen3", "glm45"): "tools", ("glm47", None): "reasoning",
+             ("deepseek_v4", None): "reasoning", ("deepseek_v3", "deepseek_v31"): None,
+             ("deepseek_v3", None): None, ("qwen3", "hermes"): None}
+    for pair, mode in modes.items():
         assert parsers.pairing_error(*pair) is None, pair
-    for pair in [(None, "glm45"), ("qwen3", "glm47"), ("deepseek_v4", None),
-                 ("deepseek_v4", "deepseek_v41"), ("glm45", "hermes"), ("deepseek_v4", "glm45"),
-                 ("deepseek_r1", "deepseek_v4")]:
+        assert parsers.engine_mode(*pair) == mode, pair
+    for pair in [("deepseek_v4", "deepseek_v41"), ("glm45", "hermes"), ("deepseek_v4", "glm45"),
+                 ("glm47", "deepseek_v32")]:
         assert parsers.pairing_error(*pair) is not None, pair
 
 

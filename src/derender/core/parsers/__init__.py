@@ -75,20 +75,29 @@ TOOL_PARSERS = frozenset({*TOOL_FORMATS, HARMONY_TOOLS})
 
 
 def pairing_error(reasoning_parser: str | None, tool_parser: str | None) -> str | None:
-    """Why a pair of parsers cannot serve a model (None: it can). An engine format with its
-    own reasoning is served with the reasoning parser of its family, and that reasoning
-    parser with its tool parser (vLLM's one machine); ``deepseek_v32`` has no reasoning of its
-    own and pairs with any reasoning parser or none."""
+    """Why a pair of parsers cannot serve a model (None: it can). An engine format's reasoning
+    parser serves with its family's tool parser (one machine reads both) or alone; an engine
+    tool parser with any reasoning parser (another family's reads first, then the engine the
+    content) or alone."""
     family = ENGINE_FAMILY.get(tool_parser or "")
     own = ENGINE_REASONING.get(reasoning_parser or "")
-    if own is not None and own[0] != family:
+    if own is not None and tool_parser is not None and own[0] != family:
         return (f"reasoning parser {reasoning_parser!r} is read by its family's tool parser "
                 f"({', '.join(sorted(n for n, f in ENGINE_FAMILY.items() if f == own[0]))}) "
-                f"and serves only with it")
-    if family is not None and family != "deepseek_v32" and own is None:
-        return (f"tool parser {tool_parser!r} reads reasoning too and serves only with the "
-                f"reasoning parser of its family "
-                f"({', '.join(sorted(n for n, f in ENGINE_REASONING.items() if f[0] == family))})")
+                f"and serves only with it or alone")
+    return None
+
+
+def engine_mode(reasoning_parser: str | None, tool_parser: str | None) -> str | None:
+    """What the parser engine reads for these parsers: both (one family), the tools alone
+    (an engine tool parser without its family's reasoning parser: think tags are text) or
+    the reasoning alone (an engine reasoning parser without a tool parser: tool tags are
+    text); None: the engine is not used."""
+    own = ENGINE_REASONING.get(reasoning_parser or "")
+    if tool_parser in ENGINE_FORMATS:
+        return engine.BOTH if own is not None else engine.TOOLS
+    if own is not None and tool_parser is None:
+        return engine.REASONING_ONLY
     return None
 
 
@@ -119,8 +128,10 @@ class ParserSettings:
     """A gpt-oss model: the output is Harmony, parsed from token ids (``tool_format``
     "openai" when function messages are tool calls)."""
     engine_thinking: bool = False
-    """An engine format reading reasoning too (its family's reasoning parser): thinking is on
-    for the request (the output starts in reasoning)."""
+    """An engine format reading reasoning: thinking is on for the request (the output starts
+    in reasoning)."""
+    engine_mode: str = "both"
+    """What an engine format reads (``engine_mode``)."""
 
     @property
     def spelling(self) -> dict[str, str]:
@@ -197,10 +208,13 @@ def parser_settings(reasoning_parser: str | None, tool_parser: str | None,
              and (choice != "none" or under_none))
     keep = forced or (choice == "auto" and tools)
     own = ENGINE_REASONING.get(reasoning_parser or "")
+    mode = engine_mode(reasoning_parser, tool_parser)
     if tool_parser in ENGINE_FORMATS:
         # the engine reads every output: without tools its calls are dropped, under "none"
         # hidden with their markup
         tools, keep = True, bool(request.tools) and (forced or choice == "auto")
+    elif mode == engine.REASONING_ONLY:
+        tool_parser, tools, keep = reasoning_parser, True, False
     thinking = (v3_thinking(request) if reasoning_parser == "deepseek_v3"
                 else template_thinking(request))
     return ParserSettings(
@@ -214,6 +228,7 @@ def parser_settings(reasoning_parser: str | None, tool_parser: str | None,
         spell=tuple((marker, vocab.spelled(marker)) for marker in MARKUP),
         request_tools=tuple(request.tools or ()) if tools else (),
         engine_thinking=own is not None and own[1](template_kwargs(request)),
+        engine_mode=mode or engine.BOTH,
     )
 
 
@@ -224,7 +239,8 @@ def start(settings: ParserSettings, vocab: Vocabulary, prompt_ids: Sequence[int]
     fmt = settings.reasoning
     tools: ToolState | None = None
     if settings.tool_format in ENGINE_FORMATS:
-        tools = engine.start(TOOL_FORMATS[settings.tool_format], settings.engine_thinking)
+        tools = engine.start(TOOL_FORMATS[settings.tool_format], settings.engine_thinking,
+                             settings.engine_mode)
     elif settings.tool_format is not None:
         tools = TOOL_FORMATS[settings.tool_format].start()
     return ParserState(

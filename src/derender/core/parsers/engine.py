@@ -53,8 +53,12 @@ from derender.core.vocab import MARKUP
 CONTENT, REASONING, PREAMBLE, NAME, ARGS, BETWEEN = range(6)
 PHASES = ("content", "reasoning", "preamble", "name", "args", "between")
 
-START, NAMED, END = 1, 2, 4
-"""Transition events: a call starts (its name follows); its name ends; it ends."""
+START, NAMED, END, TEXT = 1, 2, 4, 8
+"""Transition events: a call starts (its name follows); its name ends; it ends; the terminal
+is text of the new phase."""
+BOTH, TOOLS, REASONING_ONLY = "both", "tools", "reasoning"
+"""What the machine reads (vLLM serves an engine format as both parsers, as the tool parser
+alone, or as the reasoning parser alone)."""
 
 MAX_NAME = 256
 """Characters of a function name or parameter key; a longer name makes no call, a longer key
@@ -68,13 +72,14 @@ MAX_SPACE = 256
 of reasoning (dropped if the reasoning ends there); more is emitted."""
 
 (THINKING, SPOKE, SLOT, KEPT, GHOST, OPENED, OVERFLOW, STRATTR, WRAPPED, WRAP_INPUT,
- WRAP_STRING) = (1 << i for i in range(11))
+ WRAP_STRING, NO_TOOLS) = (1 << i for i in range(12))
 """Flags: the think terminals are read; content other than whitespace was emitted; a call
 was read (whitespace alone is then no content); a call was returned (content after it is
 dropped); the open call is not returned; its ``{`` was emitted; the name or key being read is
 too long; the open DSML parameter has ``string="true"``; a wrapper parameter is held (its key
-``input``, else ``arguments``; it has ``string="true"``)."""
-FLAG_BITS = 11
+``input``, else ``arguments``; it has ``string="true"``); the tool terminals are not read
+(the reasoning parser alone)."""
+FLAG_BITS = 12
 CALL_FLAGS = GHOST | OPENED | OVERFLOW | STRATTR | WRAPPED | WRAP_INPUT | WRAP_STRING
 """Flags of the open call (cleared when the next one starts)."""
 
@@ -172,12 +177,31 @@ class _Table:
     spell: Mapping[str, str]
 
 
-@functools.lru_cache(maxsize=64)
-def _table(config: EngineConfig, spell: tuple[tuple[str, str], ...], thinking: bool) -> _Table:
-    mapping = dict(spell)
+def _transitions(config: EngineConfig, think: bool, tools: bool
+                 ) -> dict[tuple[int, str], tuple[int, int]]:
+    """The transitions read: the think ones only when ``think``; without ``tools`` (the
+    reasoning parser alone) no tool terminal is read, except that one ending reasoning ends
+    it and stays as content (vLLM's ``skip_tool_parsing``)."""
     transitions = dict(config.transitions)
-    if thinking or config.think_always:
+    if think:
         transitions.update(config.think_transitions)
+    if tools:
+        return transitions
+    plain = (CONTENT, REASONING)
+    out: dict[tuple[int, str], tuple[int, int]] = {}
+    for (phase, terminal), (after, events) in transitions.items():
+        if phase in plain and after in plain:
+            out[(phase, terminal)] = (after, events)
+        elif phase == REASONING:
+            out[(phase, terminal)] = (CONTENT, TEXT)
+    return out
+
+
+@functools.lru_cache(maxsize=64)
+def _table(config: EngineConfig, spell: tuple[tuple[str, str], ...], think: bool,
+           tools: bool) -> _Table:
+    mapping = dict(spell)
+    transitions = _transitions(config, think, tools)
     moves: dict[tuple[int, str], tuple[int, int]] = {}
     by_phase: dict[int, list[str]] = {p: [] for p in range(len(PHASES))}
     for (phase, terminal), move in transitions.items():
@@ -376,19 +400,24 @@ def fix_object(values: dict[str, Any], properties: Mapping[str, Any]) -> dict[st
 
 # the machine
 
-def start(fmt: ToolFormat[Any], thinking: bool) -> EngineState:
-    """Initial state: in reasoning when the config reads it and thinking is on."""
+def start(fmt: ToolFormat[Any], thinking: bool, mode: str = BOTH) -> EngineState:
+    """Initial state: in reasoning when the config has reasoning, the machine reads it and
+    thinking is on. The tool parser alone reads no think terminals (they are text: vLLM's
+    recordings 835-861); the reasoning parser alone no tool terminals."""
     state: EngineState = fmt.start()
-    reasoning = thinking and bool(CONFIGS[fmt.name].think_transitions)
-    return type(state)(phase=REASONING if reasoning else CONTENT,
-                       flags=THINKING if thinking else 0)
+    config = CONFIGS[fmt.name]
+    reads = mode != TOOLS and bool(config.think_transitions)
+    think = reads and (thinking or config.think_always)
+    return type(state)(phase=REASONING if reads and thinking else CONTENT,
+                       flags=(THINKING if think else 0)
+                       | (NO_TOOLS if mode == REASONING_ONLY else 0))
 
 
 def feed(config: EngineConfig, state: S, text: str, final: bool, context: ToolContext
          ) -> tuple[str, str, list[ToolCallDelta], S]:
     """Reasoning, content and tool-call deltas of new text; ``final`` settles what was held."""
     spell = tuple(sorted((context.spell or {}).items()))
-    table = _table(config, spell, bool(state.flags & THINKING))
+    table = _table(config, spell, bool(state.flags & THINKING), not state.flags & NO_TOOLS)
     run = _Run(state, config, context)
     run.table = table
     buffer = state.held + text
@@ -439,6 +468,8 @@ def _move(run: _Run, table: _Table, terminal: str) -> None:
     if events & END:
         run.close_call()
     run.phase = phase
+    if events & TEXT:
+        run.text(terminal)
 
 
 def _finish(run: _Run) -> None:
