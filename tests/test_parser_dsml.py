@@ -23,6 +23,7 @@ from derender.core.parsers.tools import ToolContext
 from derender.core.state_codec import Reader, Writer
 from derender.core.vocab import MARKUP
 from derender.protocol import ChatRequest
+from derender.settings import Settings
 from tests.conftest import tokenizer, vocabulary
 from tests.test_parser_properties import PROPS
 from tests.tool_streams import (
@@ -317,6 +318,27 @@ def test_states_round_trip_and_stay_bounded_over_a_long_stream() -> None:
     assert largest < MAX_VALUE + 2 * MAX_NAME + 2 * MAX_SPACE
 
 
+def test_the_largest_engine_state_fits_the_service_cap() -> None:
+    """Every field at its bound in its widest characters (4-byte text, 3-byte whitespace):
+    with the largest stop-string holdback beside it (511 characters, 2,044 bytes) and the
+    rest of a stream state, the signed token stays under ``max_state_chars``. A held value
+    and a held wrapper parameter never coexist (the wrapper is given up at the next tag)."""
+    wide, space = "😀", "\u3000"
+    state = dsml.DeepSeekV4State(
+        phase=engine.ARGS, sub=engine.DsmlArgs.VALUE, held=wide * engine.MAX_HELD,
+        acc=wide * MAX_VALUE, key=wide * MAX_HEAD, tool=1000, space=space * MAX_SPACE,
+        rspace=space * MAX_SPACE, calls=1000, flags=(1 << engine.FLAG_BITS) - 1)
+    writer = Writer()
+    dsml.V4.encode(state, writer)
+    assert dsml.V4.decode(Reader(bytes(writer.out))) == state
+    payload = len(writer.out) + 511 * 4 + 256  # stop holdback, the rest of the state
+    assert (payload + 2) // 3 * 4 < Settings.max_state_chars
+    with pytest.raises(ValueError, match="malformed"):
+        bigger = Writer()
+        dsml.V4.encode(dsml.DeepSeekV4State(acc="x" * (MAX_VALUE + 1)), bigger)
+        dsml.V4.decode(Reader(bytes(bigger.out)))
+
+
 TEXT_PIECES = ["<｜DSML｜", "function_calls>", "tool_calls>", "invoke name=\"", "get_weather",
                "\">", "parameter name=\"city\"", " string=\"true\"", " string=\"false\"", ">",
                "</｜DSML｜", "parameter>", "invoke>", "Paris", "3", "{\"a\": [1", "]}", "\n",
@@ -353,7 +375,7 @@ def test_garbage_states_are_refused_or_read(payload: bytes) -> None:
     except (ValueError, IndexError, UnicodeDecodeError):
         return
     assert isinstance(state, dsml.DeepSeekV4State)
-    assert len(state.held) <= MAX_HEAD and len(state.wrap) <= MAX_VALUE
+    assert len(state.held) <= engine.MAX_HELD and len(state.wrap) <= MAX_VALUE
 
 
 def test_a_forged_phase_is_refused() -> None:

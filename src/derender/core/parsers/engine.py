@@ -24,8 +24,10 @@ whitespace (held, at most ``MAX_SPACE``). ``tool_choice`` "none" hides the calls
 markup; without ``tools`` calls are read and dropped (``ToolContext``: ``keep``, ``tools``).
 
 State (``EngineState``): phase and argument sub-phase, the held text, the name/key/value being
-read, the open call's name, whitespace held before content and after reasoning, a held
-``arguments``/``input`` wrapper parameter (DSML), the call counter and flags: all bounded.
+read, the open call's tool (an index into the request's ``tools``), whitespace held before
+content and after reasoning, a held ``arguments``/``input`` wrapper parameter (DSML; given up
+as soon as another parameter tag begins, so it never sits beside a held value), the call
+counter and flags: all bounded, at most about 6.5 KB of UTF-8 (``tests/test_parser_dsml.py``).
 """
 
 from __future__ import annotations
@@ -60,13 +62,15 @@ BOTH, TOOLS, REASONING_ONLY = "both", "tools", "reasoning"
 """What the machine reads (vLLM serves an engine format as both parsers, as the tool parser
 alone, or as the reasoning parser alone)."""
 
-MAX_NAME = 256
-"""Characters of a function name or parameter key; a longer name makes no call, a longer key
-no parameter."""
+MAX_NAME = 128
+"""Characters of a function name or GLM parameter key; a longer name makes no call, a longer
+key no parameter."""
 MAX_VALUE = 1024
 """Characters of a parameter value held until its end; a longer one is a string."""
-MAX_HEAD = 256
+MAX_HEAD = 160
 """Characters of a DSML parameter head (``name="…" string="…">``)."""
+MAX_HELD = 64
+"""Characters of text held as a possible terminal (every terminal is shorter)."""
 MAX_SPACE = 256
 """Whitespace held: at the end of content (dropped if a returned call follows) and at the end
 of reasoning (dropped if the reasoning ends there); more is emitted."""
@@ -95,8 +99,9 @@ class EngineState(ToolState):
     """NAME: the name so far; ARGS: the key, head or value being read."""
     key: str = ""
     """ARGS: the open parameter's key."""
-    fn: str = ""
-    """The open call's name (its schema types the values)."""
+    tool: int = 0
+    """The open call's tool: 1 + its index in the request's ``tools`` (0: none), whose schema
+    types the values."""
     space: str = ""
     """Whitespace of the content held back."""
     rspace: str = ""
@@ -218,7 +223,7 @@ class _Run:
 
     def __init__(self, state: EngineState, config: EngineConfig, context: ToolContext) -> None:
         self.phase, self.sub, self.acc, self.key = state.phase, state.sub, state.acc, state.key
-        self.fn, self.space, self.rspace, self.wrap = state.fn, state.space, state.rspace, \
+        self.tool, self.space, self.rspace, self.wrap = state.tool, state.space, state.rspace, \
             state.wrap
         self.calls, self.flags = state.calls, state.flags
         self.config, self.context = config, context
@@ -286,7 +291,7 @@ class _Run:
     # calls
 
     def start_call(self) -> None:
-        self.acc, self.fn = "", ""
+        self.acc, self.tool = "", 0
         self.flags &= ~CALL_FLAGS
         if self.suppress:
             self.set(GHOST)
@@ -302,9 +307,9 @@ class _Run:
         if self.has(GHOST):
             return
         tools = self.context.tools
+        index = next((i for i, tool in enumerate(tools) if _tool_name(tool) == name), -1)
         accepted = (not self.reject and bool(name) and not self.has(OVERFLOW)
-                    and (not self.config.validate_names or not tools
-                         or any(_tool_name(tool) == name for tool in tools)))
+                    and (not self.config.validate_names or not tools or index >= 0))
         self.set(OVERFLOW, False)
         if not accepted:
             self.set(GHOST)
@@ -314,7 +319,7 @@ class _Run:
             return
         if self.has(SPOKE) and self.config.strip_content:
             self.space = ""
-        self.fn = name
+        self.tool = index + 1
         self.set(KEPT)
         self.deltas.append(ToolCallDelta(self.calls, name, ""))
         self.calls += 1
@@ -323,7 +328,7 @@ class _Run:
         self.config.args.close(self)
         if not self.has(GHOST):
             self.emit("}" if self.has(OPENED) else "{}")
-        self.acc, self.key, self.fn, self.wrap, self.sub = "", "", "", "", 0
+        self.acc, self.key, self.tool, self.wrap, self.sub = "", "", 0, "", 0
         self.flags &= ~CALL_FLAGS
 
     def emit(self, text: str) -> None:
@@ -345,7 +350,11 @@ class _Run:
         self.set(OPENED)
 
     def properties(self) -> Mapping[str, Any]:
-        return tool_properties(self.context.tools, self.fn)
+        tools = self.context.tools
+        if not 0 < self.tool <= len(tools):
+            return {}
+        name = _tool_name(tools[self.tool - 1])
+        return tool_properties(tools, name) if name is not None else {}
 
 
 def _escape(text: str) -> str:
@@ -450,7 +459,7 @@ def feed(config: EngineConfig, state: S, text: str, final: bool, context: ToolCo
     if final:
         _finish(run)
     content = "".join(run.content)
-    next_state = type(state)(run.phase, run.sub, held, run.acc, run.key, run.fn, run.space,
+    next_state = type(state)(run.phase, run.sub, held, run.acc, run.key, run.tool, run.space,
                              run.rspace, run.wrap, run.calls, run.flags)
     return "".join(run.reasoning), content, merge(run.deltas), next_state
 
@@ -521,6 +530,7 @@ class DsmlArgs:
                     return 0 if ended else pending_prefix(region, (start,))
                 region = region[at + len(start):]
                 run.sub, run.acc = self.HEAD, ""
+                self._flush_wrap(run)  # another parameter: no unwrapping (bounds the state)
             elif run.sub == self.HEAD:
                 end = _head_end(run.acc + region) - len(run.acc)
                 if end < 0:
@@ -553,6 +563,7 @@ class DsmlArgs:
                     region, run.sub = region[at + len(close):], self.GAP
                 else:  # ended by the next parameter's tag
                     region, run.sub = region[at + len(start):], self.HEAD
+                    self._flush_wrap(run)
                 run.acc = ""
 
     def _value(self, run: _Run, piece: str) -> None:
@@ -780,8 +791,10 @@ CONFIGS: dict[str, EngineConfig] = {}
 
 def encode(state: EngineState, w: Writer) -> None:
     w.uint(state.phase | state.sub << 3)
-    for text in (state.held, state.acc, state.key, state.fn, state.space, state.rspace,
-                 state.wrap):
+    for text in (state.held, state.acc, state.key):
+        w.text(text)
+    w.uint(state.tool)
+    for text in (state.space, state.rspace, state.wrap):
         w.text(text)
     w.uint(state.calls)
     w.uint(state.flags)
@@ -790,16 +803,17 @@ def encode(state: EngineState, w: Writer) -> None:
 def decoder(state_type: type[S], subs: int) -> Callable[[Reader], S]:
     def decode(r: Reader) -> S:
         bits = r.uint()
-        held, acc, key, fn, space, rspace, wrap = (r.text() for _ in range(7))
+        held, acc, key = r.text(), r.text(), r.text()
+        tool = r.uint()
+        space, rspace, wrap = r.text(), r.text(), r.text()
         calls, flags = r.uint(), r.uint()
         phase, sub = bits & 7, bits >> 3
         if (phase >= len(PHASES) or sub >= subs or flags >> FLAG_BITS
-                or len(held) > MAX_HEAD or len(acc) > MAX_VALUE + MAX_HEAD
-                or len(key) > MAX_NAME * 2 + MAX_HEAD or len(fn) > MAX_NAME
-                or len(space) > MAX_LEADING_SPACE + MAX_SPACE or len(rspace) > MAX_SPACE
+                or len(held) > MAX_HELD or len(acc) > MAX_VALUE or len(key) > MAX_HEAD
+                or len(space) > max(MAX_LEADING_SPACE, MAX_SPACE) or len(rspace) > MAX_SPACE
                 or len(wrap) > MAX_VALUE or space.strip() or rspace.strip()):
             raise ValueError("malformed parser engine state")
-        return state_type(phase, sub, held, acc, key, fn, space, rspace, wrap, calls, flags)
+        return state_type(phase, sub, held, acc, key, tool, space, rspace, wrap, calls, flags)
     return decode
 
 
