@@ -257,6 +257,26 @@ def test_deepseek_v3_reasoning_thinks_only_when_asked(fields: dict[str, Any], on
     assert fmt.honours_switch and fmt.start == "<think>" and fmt.end == "</think>"
 
 
+def test_v4_one_parser_alone() -> None:
+    """The tool parser alone reads no reasoning (``</think>`` is text) [853, 855, 857, 859,
+    861]; the reasoning parser alone no calls (the block is content text) [863-869]."""
+    call = block(PARIS, wrapper="tool_calls")
+    lead = THOUGHT + "</think>\n\n"
+
+    def alone(text: str, mode: str, context: ToolContext = AUTO
+              ) -> tuple[str, str, list[tuple[str, str]]]:
+        state = engine.start(dsml.V4, True, mode)
+        reasoning, content, deltas, _ = engine.feed(dsml.V4_CONFIG, state, text, True, context)
+        return reasoning, content, [(d.name or "", d.arguments) for d in deltas]
+
+    assert alone(lead + call, engine.TOOLS) == (
+        "", lead, [("get_weather", '{"city": "Paris", "unit": "c"}')])
+    assert alone(lead + "Let me check the weather for you.\n" + call, engine.TOOLS)[1] == (
+        lead + "Let me check the weather for you.\n")
+    assert alone(lead + call, engine.TOOLS, NO_TOOLS) == ("", lead, [])
+    assert alone(lead + call, engine.REASONING_ONLY, NO_TOOLS) == (THOUGHT, "\n\n" + call, [])
+
+
 # --------------------------------------------------------------------------- bounds and states
 
 SPELL = {marker: chr(0xE000 + MARKUP.index(marker)) for marker in MARKUP}
@@ -441,6 +461,7 @@ def check_splits(client: Any, model: str, text: str, request: dict[str, Any], fi
 
 @pytest.mark.parametrize(("reasoning_parser", "tool_parser", "space", "wrapper"), [
     (None, "deepseek_v32", "", "function_calls"),
+    (None, "deepseek_v4", "", "tool_calls"),
     ("deepseek_v3", "deepseek_v32", "", "function_calls"),
     ("deepseek_v4", "deepseek_v4", "", "tool_calls"),
     ("deepseek_v41", "deepseek_v41", " ", "calls"),
@@ -456,9 +477,9 @@ def test_dsml_stream_folds_to_message(client_for: Any, reasoning_parser: str | N
                         label="chat_request")
     if data.draw(st.booleans()):
         request["chat_template_kwargs"] = {"thinking": data.draw(st.booleans())}
-    thinking = reasoning_parser is not None
+    thinking = reasoning_parser is not None or tool_parser == "deepseek_v4"
     text, written, clean = data.draw(outputs(space, wrapper, thinking), label="output")
     finish = data.draw(st.sampled_from(["stop", "stop", "length"]), label="finish")
     expected = check_splits(client, model, text, request, finish, data)
-    if clean and reasoning_parser is None:
+    if clean and reasoning_parser is None and not thinking:
         check_written(expected, [[n, p] for n, p in written], request)

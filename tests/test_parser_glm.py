@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from derender.core import parsers
-from derender.core.parsers import glm
+from derender.core.parsers import engine, glm
 from derender.core.parsers.engine import MAX_NAME, MAX_SPACE, MAX_VALUE
 from derender.core.parsers.tools import ToolContext
 from derender.core.state_codec import Reader, Writer
@@ -172,6 +172,34 @@ def test_thinking_switch(kwargs: dict[str, Any], on: bool) -> None:
     assert glm.thinking(parsers.template_kwargs(request)) is on
 
 
+def test_one_parser_alone() -> None:
+    """The tool parser alone reads no reasoning: the think tags are text [835, 837, 839, 841,
+    843]; the reasoning parser alone reads no calls: the tool markup is content text after the
+    reasoning, unstripped [845, 847, 849, 851]."""
+    def alone(text: str, mode: str, context: ToolContext = AUTO, thinking: bool = True
+              ) -> tuple[str, str, list[tuple[str, Any]]]:
+        state = engine.start(glm.GLM47, thinking, mode)
+        reasoning, content, deltas, _ = engine.feed(glm.GLM47_CONFIG, state, text, True, context)
+        calls: dict[int, list[str]] = {}
+        for delta in deltas:
+            entry = calls.setdefault(delta.index, ["", ""])
+            entry[0] += delta.name or ""
+            entry[1] += delta.arguments
+        return reasoning, content, [(n, json.loads(a)) for n, a in calls.values()]
+
+    called = [("get_weather", {"city": "Paris", "unit": "c"})]
+    assert alone(THEN + PARIS, engine.TOOLS) == ("", THEN, called)
+    assert alone(THEN + "Let me check the weather for you.\n" + PARIS, engine.TOOLS) == (
+        "", THEN + "Let me check the weather for you.", called)
+    assert alone(THEN + PARIS, engine.TOOLS, NO_TOOLS) == ("", THEN, [])
+    before = "Let me check the weather for you.\n" + PARIS
+    assert alone(THEN + before, engine.REASONING_ONLY, NO_TOOLS) == (THOUGHT, before, [])
+    assert alone(PARIS, engine.REASONING_ONLY, NO_TOOLS, thinking=False) == ("", PARIS, [])
+    # a tool tag ending reasoning stays as content (vLLM's skip_tool_parsing)
+    assert alone(THOUGHT + "\n" + PARIS, engine.REASONING_ONLY, NO_TOOLS) == (
+        THOUGHT, PARIS, [])
+
+
 # --------------------------------------------------------------------------- bounds and states
 
 SPELL = {marker: chr(0xE000 + MARKUP.index(marker)) for marker in MARKUP}
@@ -278,15 +306,20 @@ def outputs(draw: st.DrawFn, sep: str) -> tuple[str, list[tuple[str, dict[str, s
     return text, written, clean
 
 
-@pytest.mark.parametrize(("model", "parser", "sep"), [("glm-4.5v", "glm45", "\n"),
-                                                      ("glm-4.7-flash", "glm47", "")])
+@pytest.mark.parametrize(("model", "reasoning_parser", "tool_parser", "sep"), [
+    ("glm-4.5v", "glm45", "glm45", "\n"), ("glm-4.7-flash", "glm47", "glm47", ""),
+    ("glm-4.7-flash", None, "glm47", ""), ("glm-4.7-flash", "glm47", None, "")])
 @PROPS
 @given(data=st.data())
-def test_glm_stream_folds_to_message(client_for: Any, model: str, parser: str, sep: str,
+def test_glm_stream_folds_to_message(client_for: Any, model: str, reasoning_parser: str | None,
+                                     tool_parser: str | None, sep: str,
                                      data: st.DataObject) -> None:
-    client = client_for(model, parser, parser)
+    client = client_for(model, reasoning_parser, tool_parser)
     request = data.draw(requests([{"role": "user", "content": "Weather?"}], TOOLS, 3),
                         label="chat_request")
+    if tool_parser is None:
+        request.pop("tools", None)
+        request.pop("tool_choice", None)
     if data.draw(st.integers(0, 3)) == 0:
         request["chat_template_kwargs"] = {"enable_thinking": False}
     text, written, clean = data.draw(outputs(sep), label="output")
@@ -299,5 +332,5 @@ def test_glm_stream_folds_to_message(client_for: Any, model: str, parser: str, s
         finish = "stop"
     prompt = tokenizer(model).encode("Weather?", add_special_tokens=False).ids
     expected = run_both(client, model, ids, finish, prompt, request, data)
-    if clean and "<think>" not in text and "</think>" in text:
+    if clean and "<think>" not in text and "</think>" in text and reasoning_parser is not None:
         check_written(expected, [[n, p] for n, p in written], request)
