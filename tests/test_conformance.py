@@ -156,8 +156,8 @@ STREAM_AS_MESSAGE = {
     "628-glm45-chat-stream-content_after-small": "627-glm45-chat-content_after",
     "682-glm47-chat-stream-content_before-mixed": "681-glm47-chat-content_before",
     "684-glm47-chat-stream-content_after-small": "683-glm47-chat-content_after",
-    "838-glm47-tools_alone-chat-stream-content_before-mixed":
-        "837-glm47-tools_alone-chat-content_before",
+    "1303-glm47-tools_alone-chat-stream-content_before-mixed":
+        "1302-glm47-tools_alone-chat-content_before",
     # Harmony streams run two final messages together; non-streaming joins them with "\n"
     "358-harmony-chat-stream-two_finals-small": "334-harmony-chat-two_finals",
     # the bytes of a character cut off by the end never stream; non-streaming they are "\ufffd"

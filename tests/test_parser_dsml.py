@@ -258,8 +258,8 @@ def test_deepseek_v3_reasoning_thinks_only_when_asked(fields: dict[str, Any], on
 
 
 def test_v4_one_parser_alone() -> None:
-    """The tool parser alone reads no reasoning (``</think>`` is text) [853, 855, 857, 859,
-    861]; the reasoning parser alone no calls (the block is content text) [863-869]."""
+    """The tool parser alone reads no reasoning (``</think>`` is text) [1318, 1320, 1322, 1324,
+    1326]; the reasoning parser alone no calls (the block is content text) [1328-1334]."""
     call = block(PARIS, wrapper="tool_calls")
     lead = THOUGHT + "</think>\n\n"
 

@@ -173,9 +173,9 @@ def test_thinking_switch(kwargs: dict[str, Any], on: bool) -> None:
 
 
 def test_one_parser_alone() -> None:
-    """The tool parser alone reads no reasoning: the think tags are text [835, 837, 839, 841,
-    843]; the reasoning parser alone reads no calls: the tool markup is content text after the
-    reasoning, unstripped [845, 847, 849, 851]."""
+    """The tool parser alone reads no reasoning: the think tags are text [1300, 1302, 1304, 1306,
+    1308]; the reasoning parser alone reads no calls: the tool markup is content text after the
+    reasoning, unstripped [1310, 1312, 1314, 1316]."""
     def alone(text: str, mode: str, context: ToolContext = AUTO, thinking: bool = True
               ) -> tuple[str, str, list[tuple[str, Any]]]:
         state = engine.start(glm.GLM47, thinking, mode)

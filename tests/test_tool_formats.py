@@ -62,8 +62,8 @@ def test_every_format_is_registered_with_its_own_tag_and_state() -> None:
 
 def test_engine_formats_pair_with_their_family() -> None:
     """vLLM runs one engine object as both parsers of a family (``make_adapters``); its tool
-    parser alone reads no reasoning (think tags are text: cases 835-843, 853-861), its
-    reasoning parser alone no calls (tool tags are text: 845-851, 863-869). An engine
+    parser alone reads no reasoning (think tags are text: cases 1300-1308, 1318-1326), its
+    reasoning parser alone no calls (tool tags are text: 1310-1316, 1328-1334). An engine
     reasoning parser with another family's tool parser is refused (not recorded)."""
     engine_formats = {"deepseek_v32", "deepseek_v4", "deepseek_v41", "glm45", "glm47"}
     assert engine_formats == parsers.ENGINE_FORMATS

@@ -1,4 +1,4 @@
-"""Engine formats served with one parser flag (cases 835-…): the ``glm47`` and ``deepseek_v4``
+"""Engine formats served with one parser flag (cases 1300-…): the ``glm47`` and ``deepseek_v4``
 tool parsers without a reasoning parser, and their reasoning parsers without a tool parser,
 on ``glm-4.7-flash`` and ``deepseek-v4-native`` (issue 13: what vLLM 0.33 does when a
 family's one engine object serves only one side).
@@ -97,4 +97,4 @@ def cases() -> list[_Case]:
     return [case for server in SERVERS for case in server_cases(server)]
 
 
-FORMAT = Format(835, SERVERS, cases(), tools=TOOLS, user=USER)
+FORMAT = Format(1300, SERVERS, cases(), tools=TOOLS, user=USER)
