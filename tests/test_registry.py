@@ -80,6 +80,14 @@ def test_configuration_mistakes_stop_start_up(tmp_path: Path) -> None:
     _copy("gpt2", parsers, {"tool_parser": "no-such-parser"})
     with pytest.raises(RuntimeError, match="not implemented"):
         ModelRegistry(parsers)
+    engine = tmp_path / "engine"
+    engine.mkdir()
+    _copy("gpt2", engine, {"reasoning_parser": "deepseek_v4", "tool_parser": "deepseek_v32"})
+    with pytest.raises(RuntimeError, match="serves only with it or alone"):
+        ModelRegistry(engine)
+    (engine / "gpt2" / "derender.json").write_text(
+        '{"reasoning_parser": "glm45", "tool_parser": "glm47"}')
+    assert ModelRegistry(engine).info("gpt2").tool_parser == "glm47"
 
 
 def test_settings_from_environment(tmp_path: Path) -> None:

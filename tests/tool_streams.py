@@ -17,6 +17,7 @@ from hypothesis import event, note
 from hypothesis import strategies as st
 
 from derender.core import parsers
+from derender.core.parsers import engine
 from derender.core.parsers.tools import ToolContext
 from derender.core.state_codec import Reader, Writer
 from tests.conftest import tokenizer
@@ -133,3 +134,29 @@ def check_round_trips(fmt: Any, pieces: list[str], context: ToolContext) -> None
         assert parsers.FORMATS_BY_TAG[reader.uint()] is fmt
         assert fmt.decode(reader) == state
         assert reader.pos == len(writer.out)
+
+
+def feed_engine(fmt: Any, pieces: list[str], context: ToolContext, thinking: bool = False,
+                check: Callable[[Any], None] | None = None
+                ) -> tuple[str, str, list[tuple[str, str]]]:
+    """Reasoning, content and calls (``(name, arguments)``) of a parser-engine format
+    (parsers/engine.py) fed ``pieces``, the last one final, starting as a request with
+    thinking ``thinking`` starts it; ``check`` sees every state reached. A call's first delta,
+    and only that one, carries its name."""
+    config = engine.CONFIGS[fmt.name]
+    state = engine.start(fmt, thinking)
+    reasoning, content = "", ""
+    calls: dict[int, list[str]] = {}
+    for k, piece in enumerate(pieces):
+        more, out, deltas, state = engine.feed(config, state, piece, k == len(pieces) - 1,
+                                               context)
+        if check is not None:
+            check(state)
+        reasoning += more
+        content += out
+        for delta in deltas:
+            assert (delta.name is not None) == (delta.index not in calls)
+            entry = calls.setdefault(delta.index, ["", ""])
+            entry[0] += delta.name or ""
+            entry[1] += delta.arguments
+    return reasoning, content, [(calls[i][0], calls[i][1]) for i in sorted(calls)]

@@ -30,6 +30,7 @@ from derender.core.parsers import (
     REASONING_PARSERS,
     TOOL_PARSERS,
     harmony,
+    pairing_error,
 )
 from derender.core.vocab import Vocabulary, decode_spec
 
@@ -112,6 +113,9 @@ def read_model_info(folder: Path, parsers: ParserChoice | None = None) -> ModelI
                 f"{folder.name}: {key} {name!r} does not fit the model: gpt-oss (model_type "
                 f"gpt_oss) output is Harmony, read by the {HARMONY_REASONING!r} reasoning and "
                 f"{HARMONY_TOOLS!r} tool parsers only, and they read nothing else")
+    pairing = pairing_error(manifest.get("reasoning_parser"), manifest.get("tool_parser"))
+    if pairing is not None:
+        raise RuntimeError(f"{folder.name}: {pairing}")
     lengths = [v for k in _LENGTH_KEYS if isinstance(v := config.get(k), int) and v > 0]
     max_len = manifest.get("max_model_len") or min(lengths, default=None)
     return ModelInfo(

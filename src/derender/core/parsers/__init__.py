@@ -10,13 +10,16 @@ parsers do."""
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from derender.core.errors import BadRequestError
 from derender.core.parsers import (
     deepseek,
+    dsml,
+    engine,
+    glm,
     harmony,
     hermes,
     llama3_json,
@@ -39,7 +42,8 @@ from derender.protocol import ChatRequest
 TOOL_FORMATS: dict[str, ToolFormat[Any]] = {
     fmt.name: fmt for fmt in (hermes.FORMAT, llama3_json.FORMAT, pythonic.FORMAT,
                               deepseek.V3, deepseek.V31, mistral.FORMAT, qwen3_coder.FORMAT,
-                              qwen3_coder.MIMO_FORMAT, qwen3_coder.SEED_OSS_FORMAT)}
+                              qwen3_coder.MIMO_FORMAT, qwen3_coder.SEED_OSS_FORMAT,
+                              dsml.V32, dsml.V4, dsml.V41, glm.GLM45, glm.GLM47)}
 """The tool-call formats, by the name vLLM's ``--tool-call-parser`` gives them."""
 TOOL_ALIASES = {"qwen3_xml": "qwen3_coder", "qwen3_json": "hermes", "llama4_json": "llama3_json",
                 "step3p5": "qwen3_coder"}
@@ -64,8 +68,46 @@ calls, and then the calls are dropped [895, 951, 1009]."""
 HARMONY_REASONING, HARMONY_TOOLS = "openai_gptoss", "openai"
 """vLLM's names for the Harmony parsers (gpt-oss models only; the reasoning one is their
 default)."""
-REASONING_PARSERS = frozenset({*reasoning.FORMATS, HARMONY_REASONING})
+
+ENGINE_FORMATS = frozenset(engine.CONFIGS)
+"""Formats read by the parser engine (``engine``): their tool parser reads the whole output."""
+ENGINE_REASONING: dict[str, tuple[str, Callable[[dict[str, Any]], bool]]] = {
+    "deepseek_v4": ("deepseek_v4", dsml.thinking), "deepseek_v41": ("deepseek_v41", dsml.thinking),
+    "glm45": ("glm", glm.thinking), "glm47": ("glm", glm.thinking)}
+"""Reasoning parsers that are an engine format's own reasoning: parser name → (family, whether
+the request's template kwargs turn thinking on). As in vLLM, one machine reads both when the
+tool parser is of the same family."""
+ENGINE_FAMILY = {"deepseek_v32": "deepseek_v32", "deepseek_v4": "deepseek_v4",
+                 "deepseek_v41": "deepseek_v41", "glm45": "glm", "glm47": "glm"}
+REASONING_PARSERS = frozenset({*reasoning.FORMATS, HARMONY_REASONING, *ENGINE_REASONING})
 TOOL_PARSERS = frozenset({*TOOL_FORMATS, *TOOL_ALIASES, HARMONY_TOOLS})
+
+
+def pairing_error(reasoning_parser: str | None, tool_parser: str | None) -> str | None:
+    """Why a pair of parsers cannot serve a model (None: it can). An engine format's reasoning
+    parser serves with its family's tool parser (one machine reads both) or alone; an engine
+    tool parser with any reasoning parser (another family's reads first, then the engine the
+    content) or alone."""
+    family = ENGINE_FAMILY.get(tool_parser or "")
+    own = ENGINE_REASONING.get(reasoning_parser or "")
+    if own is not None and tool_parser is not None and own[0] != family:
+        return (f"reasoning parser {reasoning_parser!r} is read by its family's tool parser "
+                f"({', '.join(sorted(n for n, f in ENGINE_FAMILY.items() if f == own[0]))}) "
+                f"and serves only with it or alone")
+    return None
+
+
+def engine_mode(reasoning_parser: str | None, tool_parser: str | None) -> str | None:
+    """What the parser engine reads for these parsers: both (one family), the tools alone
+    (an engine tool parser without its family's reasoning parser: think tags are text) or
+    the reasoning alone (an engine reasoning parser without a tool parser: tool tags are
+    text); None: the engine is not used."""
+    own = ENGINE_REASONING.get(reasoning_parser or "")
+    if tool_parser in ENGINE_FORMATS:
+        return engine.BOTH if own is not None else engine.TOOLS
+    if own is not None and tool_parser is None:
+        return engine.REASONING_ONLY
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +142,11 @@ class ParserSettings:
     force_content: bool = False
     """The template kwargs force content (``force_nonempty_content`` true or
     ``enable_thinking`` false), for reasoning formats that swap (nemotron_v3)."""
+    engine_thinking: bool = False
+    """An engine format reading reasoning: thinking is on for the request (the output starts
+    in reasoning)."""
+    engine_mode: str = "both"
+    """What an engine format reads (``engine_mode``)."""
 
     @property
     def spelling(self) -> dict[str, str]:
@@ -124,6 +171,23 @@ class ParserState:
     """A kept tool call was emitted (finish_reason becomes "tool_calls")."""
     harmony: harmony.HarmonyState | None = None
     """The Harmony machine's state (gpt-oss models; then the other two are None)."""
+
+
+def template_kwargs(request: ChatRequest) -> dict[str, Any]:
+    """The template kwargs vLLM's parsers see: the request's, with ``enable_thinking`` from a
+    top-level ``reasoning_effort`` ("none": false) unless they set it."""
+    kwargs = dict(request.chat_template_kwargs or {})
+    effort = request.reasoning_effort
+    if effort is not None and effort != "auto" and "enable_thinking" not in kwargs:
+        kwargs["enable_thinking"] = effort != "none"
+    return kwargs
+
+
+def v3_thinking(request: ChatRequest) -> bool:
+    """``deepseek_v3``: thinking only when the kwargs' ``thinking`` or ``enable_thinking`` is
+    truthy."""
+    kwargs = template_kwargs(request)
+    return bool(kwargs.get("thinking")) or bool(kwargs.get("enable_thinking"))
 
 
 def template_thinking(request: ChatRequest) -> bool:
@@ -161,9 +225,20 @@ def parser_settings(reasoning_parser: str | None, tool_parser: str | None,
     as_called = tool_parser in PARSED_WITHOUT_TOOLS and not request.tools
     tools = tools or as_called
     keep = forced or (choice == "auto" and tools)
+    own = ENGINE_REASONING.get(reasoning_parser or "")
+    mode = engine_mode(reasoning_parser, tool_parser)
+    if tool_parser in ENGINE_FORMATS:
+        # the engine reads every output: without tools its calls are dropped, under "none"
+        # hidden with their markup
+        tools, keep = True, bool(request.tools) and (forced or choice == "auto")
+    elif mode == engine.REASONING_ONLY:
+        tool_parser, tools, keep = reasoning_parser, True, False
+    thinking = (v3_thinking(request) if reasoning_parser == "deepseek_v3"
+                else template_thinking(request))
     return ParserSettings(
-        reasoning=reasoning.FORMATS[reasoning_parser] if reasoning_parser else None,
-        thinking=template_thinking(request), tool_format=tool_parser if tools else None,
+        reasoning=reasoning.FORMATS[reasoning_parser] if reasoning_parser and own is None
+        else None,
+        thinking=thinking, tool_format=tool_parser if tools else None,
         keep_calls=keep, forced=forced,
         named=named, forced_name=(choice.get("function") or {}).get("name") if named else None,
         parallel=request.parallel_tool_calls is not False,
@@ -171,6 +246,8 @@ def parser_settings(reasoning_parser: str | None, tool_parser: str | None,
         spell=tuple((marker, vocab.spelled(marker)) for marker in MARKUP),
         request_tools=tuple(request.tools or ()) if tools else (),
         force_content=forces_content(request), as_called=as_called,
+        engine_thinking=own is not None and own[1](template_kwargs(request)),
+        engine_mode=mode or engine.BOTH,
     )
 
 
@@ -185,12 +262,17 @@ def start(settings: ParserSettings, vocab: Vocabulary, prompt_ids: Sequence[int]
     if settings.harmony:
         return ParserState(None, None, harmony=harmony.HarmonyState())
     fmt = settings.reasoning
+    tools: ToolState | None = None
+    if settings.tool_format in ENGINE_FORMATS:
+        tools = engine.start(TOOL_FORMATS[settings.tool_format], settings.engine_thinking,
+                             settings.engine_mode)
+    elif settings.tool_format is not None:
+        tools = TOOL_FORMATS[settings.tool_format].start()
     return ParserState(
         reasoning=None if fmt is None else reasoning.start(fmt, vocab, prompt_ids,
                                                            settings.thinking,
                                                            settings.force_content),
-        tools=None if settings.tool_format is None else
-        TOOL_FORMATS[settings.tool_format].start(),
+        tools=tools,
     )
 
 
@@ -235,8 +317,13 @@ def feed(settings: ParserSettings, state: ParserState, text: str, final: bool
         fmt = TOOL_FORMATS.get(settings.tool_format or "")
         if fmt is None or not isinstance(tool_state, fmt.state_type):
             raise BadRequestError(OTHER_FORMAT)
-        content, calls, tool_state = fmt.step(tool_state, content, final,
-                                              settings.tool_context())
+        if fmt.name in ENGINE_FORMATS and isinstance(tool_state, engine.EngineState):
+            more, content, calls, tool_state = engine.feed(
+                engine.CONFIGS[fmt.name], tool_state, content, final, settings.tool_context())
+            thought += more
+        else:
+            content, calls, tool_state = fmt.step(tool_state, content, final,
+                                                  settings.tool_context())
         calls = _kept(settings, calls)
     calls = [ToolCallDelta(c.index, c.name, c.arguments.translate(RESTORE_MARKUP))
              for c in calls]

@@ -506,14 +506,19 @@ def _param_types(tools: Sequence[Any], function: str, param: str) -> int:
         schema = properties.get(param)
         if not isinstance(schema, dict):
             return STRING
-        mask = 0
-        for name in schema_types(schema):
-            key = name.strip().lower()
-            key = _ALIASES.get(key, key)
-            if key in TYPES:
-                mask |= 1 << TYPES.index(key)
-        return mask
+        return schema_mask(schema)
     return STRING
+
+
+def schema_mask(schema: Any) -> int:
+    """The types of a property's schema as a bit set over TYPES (what ``coerce`` reads)."""
+    mask = 0
+    for name in schema_types(schema):
+        key = name.strip().lower()
+        key = _ALIASES.get(key, key)
+        if key in TYPES:
+            mask |= 1 << TYPES.index(key)
+    return mask
 
 
 def schema_types(schema: Any) -> list[str]:

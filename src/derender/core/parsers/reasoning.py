@@ -9,6 +9,7 @@ could still become a marker. Formats, as vLLM 0.33 names them:
   stays in the content for the tool parser; a later ``</think>`` is dropped; ChatML turn
   markers are removed everywhere.
 - ``deepseek_r1``: starts in reasoning; ``<think>`` is absorbed, the first ``</think>`` ends it.
+- ``deepseek_v3``: ``deepseek_r1`` when the request turns thinking on, else off (all content).
 - ``mistral``: ``[THINK]…[/THINK]`` (special tokens of Mistral's tokenizer v13+); starts in
   content, every ``[THINK]`` opens reasoning (again), one inside it is absorbed, ``[/THINK]``
   ends it and is dropped anywhere else, ``[TOOL_CALLS]`` ends it and stays for the tool
@@ -98,6 +99,9 @@ FORMATS = {
                                    removed=CHATML_TURN, drops_late_end=True, honours_prompt=True,
                                    off_starts_content=True, strips_trailing_space=True,
                                    swaps=True),
+    # DeepSeek V3/V3.1/V3.2: deepseek_r1's rules when the template kwargs turn thinking on
+    # (``thinking`` or ``enable_thinking``; off by default), else none (``v3_thinking``)
+    "deepseek_v3": ReasoningFormat("deepseek_v3", honours_switch=True),
     "mistral": ReasoningFormat("mistral", ends_implicitly=("[TOOL_CALLS]",), drops_late_end=True,
                                start="[THINK]", end="[/THINK]", starts_in_content=True,
                                reopens=True, strips_trailing_space=True),

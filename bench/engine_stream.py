@@ -1,0 +1,224 @@
+"""Streaming the parser-engine formats (DeepSeek DSML, GLM): core cost per chunk and the
+largest stream_state, as ``bench/parser_stream.py`` (a) and (b) measure them for Qwen3.
+
+Two 4096-id outputs, 1 id per chunk, as a thinking model writes a tool call:
+
+  DSML (``deepseek_v4`` reasoning and tool parsers, DeepSeek-V4's vocabulary from
+  ``tests/models/deepseek-v4`` with ``deepseek-v4-native``'s configs): ~3,500 ids of reasoning
+  (``bench/corpus.txt``; the output starts in reasoning, thinking being on by default) +
+  ``</think>\\n\\n<｜DSML｜tool_calls>\\n<｜DSML｜invoke name="get_weather">`` + parameters
+  ``city`` ("Lisbon") and ``notes`` (corpus text, ``string="true"``) + the closing tags + EOS 1.
+
+  GLM (``glm47`` reasoning and tool parsers, ``tests/models/glm-4.7-flash``): ~3,500 ids of
+  reasoning + ``</think><tool_call>get_weather<arg_key>city</arg_key><arg_value>Lisbon
+  </arg_value><arg_key>notes</arg_key><arg_value>…</arg_value></tool_call>`` + EOS 154827.
+
+Each stream is first derendered whole, call after call, and checked: the folded stream and the
+non-streaming answer both give the reasoning text, no content and the one ``get_weather`` call
+with the arguments built. Then chunks 10, 1,000 (reasoning) and 4,000 (inside the ``notes``
+value) are replayed with the state the stream had there (verify + decode, derender, encode +
+sign), interleaved, medians, gc off. Target: flat, chunk 4,000 / chunk 10 ≤ 1.2×.
+
+    python bench/engine_stream.py                 # both streams
+    python bench/engine_stream.py --only glm      # one
+    python bench/engine_stream.py --scale 0.1     # fewer rounds
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from _common import CORPUS, REPO, load_line, real_text_ids
+from parser_stream import Folded
+from stream_chunks import Position, call, time_passes
+from tokenizers import Tokenizer
+
+from derender.core.chat import derender_chat
+from derender.core.registry import ServedModel, load_vocabulary, read_model_info
+from derender.protocol import DerenderChatRequest, DerenderChatStreamRequest
+
+MODELS = REPO / "tests" / "models"
+STREAM_IDS = 4096
+NOTES_IDS = 480
+POSITIONS = (10, 1000, 4000)
+ROUNDS = 20000
+TARGET_FLAT = 1.2
+TOOLS = [{"type": "function", "function": {
+    "name": "get_weather", "parameters": {"type": "object", "properties": {
+        "city": {"type": "string"}, "notes": {"type": "string"}}, "required": ["city"]}}}]
+D = "｜DSML｜"
+
+
+@dataclass(frozen=True)
+class Format:
+    name: str
+    model: str
+    tokenizer_from: str
+    configs_from: str
+    parser: str
+    eos: int
+    head: str
+    """Text between the reasoning and the notes value."""
+    tail: str
+    """Text after the notes value."""
+
+
+FORMATS = {
+    "dsml": Format("DSML", "deepseek-v4-native", "deepseek-v4", "deepseek-v4-native",
+                   "deepseek_v4", 1,
+                   f'</think>\n\n<{D}tool_calls>\n<{D}invoke name="get_weather">\n'
+                   f'<{D}parameter name="city" string="true">Lisbon</{D}parameter>\n'
+                   f'<{D}parameter name="notes" string="true">',
+                   f"</{D}parameter>\n</{D}invoke>\n</{D}tool_calls>"),
+    "glm": Format("GLM", "glm-4.7-flash", "glm-4.7-flash", "glm-4.7-flash", "glm47", 154827,
+                  "</think><tool_call>get_weather<arg_key>city</arg_key><arg_value>Lisbon"
+                  "</arg_value><arg_key>notes</arg_key><arg_value>",
+                  "</arg_value></tool_call>"),
+}
+
+
+def models_folder(root: Path, fmt: Format) -> Path:
+    """A folder serving the test model with the format's parsers (symlinks)."""
+    source = MODELS / fmt.tokenizer_from
+    if not (source / "tokenizer.json").is_file():
+        sys.path.insert(0, str(REPO))
+        from tests.tokenizer_variants import gunzip_tokenizer
+        gunzip_tokenizer(source, source)
+    folder = root / fmt.model
+    folder.mkdir()
+    (folder / "tokenizer.json").symlink_to(source / "tokenizer.json")
+    for name in ("tokenizer_config.json", "config.json", "generation_config.json"):
+        if (MODELS / fmt.configs_from / name).is_file():
+            (folder / name).symlink_to(MODELS / fmt.configs_from / name)
+    (folder / "derender.json").write_text(json.dumps({
+        "served_names": [fmt.model], "reasoning_parser": fmt.parser, "tool_parser": fmt.parser}))
+    return folder
+
+
+@dataclass
+class Output:
+    ids: list[int]
+    prompt: list[int]
+    reasoning: str
+    arguments: dict[str, Any]
+    call_at: int
+
+
+def build(fmt: Format, tokenizer: Tokenizer) -> Output:
+    def encode(text: str) -> list[int]:
+        return list(tokenizer.encode(text, add_special_tokens=False).ids)
+
+    notes = tokenizer.decode(real_text_ids(tokenizer, NOTES_IDS), skip_special_tokens=False)
+    call = encode(fmt.head + notes + fmt.tail)
+    if tokenizer.decode(call, skip_special_tokens=False) != fmt.head + notes + fmt.tail:
+        raise SystemExit(f"{fmt.name}: the call's ids do not decode to its text")
+    count = STREAM_IDS - len(call) - 1
+    reasoning = real_text_ids(tokenizer, count + 3000, CORPUS)[3000:]
+    ids = [*reasoning, *call, fmt.eos]
+    if len(ids) != STREAM_IDS:
+        raise SystemExit(f"built {len(ids)} ids, not {STREAM_IDS}")
+    return Output(ids, encode("What's the weather in Lisbon?"),
+                  tokenizer.decode(reasoning, skip_special_tokens=False).rstrip(),
+                  {"city": "Lisbon", "notes": notes}, len(reasoning))
+
+
+def body(fmt: Format, ids: list[int], finish: str | None, prompt: list[int], state: Any
+         ) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "stream": True, "model": fmt.model,
+        "generate_chunk": {"request_id": "e1", "choices": [
+            {"index": 0, "token_ids": ids, "finish_reason": finish}]},
+        "prompt_token_ids": prompt, "prompt_tokens": len(prompt),
+        "chat_request": {"model": fmt.model, "messages": [{"role": "user", "content": "hi"}],
+                         "tools": TOOLS}}
+    if state is not None:
+        data["stream_state"] = state
+    return data
+
+
+def check(name: str, folded: Folded, output: Output) -> None:
+    calls = [folded.calls[i] for i in sorted(folded.calls)]
+    if (folded.reasoning != output.reasoning or folded.content.strip() or len(calls) != 1
+            or calls[0][0] != "get_weather" or json.loads(calls[0][1]) != output.arguments):
+        raise SystemExit(f"{name}: the stream is not the reasoning and the call it was built of")
+
+
+def run(fmt: Format, args: argparse.Namespace, root: Path) -> None:
+    folder = models_folder(root, fmt)
+    tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+    model = ServedModel(read_model_info(folder), load_vocabulary(folder))
+    output = build(fmt, tokenizer)
+    load_before = load_line()
+    bodies, sizes = [], []
+    folded = Folded()
+    token = None
+    for index, token_id in enumerate(output.ids):
+        request = DerenderChatStreamRequest.model_validate(body(
+            fmt, [token_id], "stop" if index == len(output.ids) - 1 else None, output.prompt,
+            token))
+        chunk, token = call(request, model)
+        bodies.append(request)
+        sizes.append(len(token))
+        folded.add(chunk)
+    check(f"{fmt.name} stream", folded, output)
+    message = derender_chat(DerenderChatRequest.model_validate({
+        "model": fmt.model, "prompt_token_ids": output.prompt,
+        "generate_response": {"request_id": "e1", "prompt_token_ids": output.prompt, "choices": [
+            {"index": 0, "token_ids": output.ids, "finish_reason": "stop"}]},
+        "chat_request": {"model": fmt.model, "messages": [{"role": "user", "content": "hi"}],
+                         "tools": TOOLS}}), model, 16)["choices"][0]["message"]
+    whole = Folded(reasoning=message["reasoning"] or "", content=message["content"] or "")
+    for i, tool_call in enumerate(message.get("tool_calls") or []):
+        whole.calls[i] = [tool_call["function"]["name"], tool_call["function"]["arguments"]]
+    check(f"{fmt.name} non-streaming", whole, output)
+    positions = [Position(1, n, n - 1, tokenizer.decode(output.ids[n - 1:n],
+                                                        skip_special_tokens=False),
+                          bodies[n - 1]) for n in POSITIONS]
+    rounds = max(100, int(ROUNDS * args.scale))
+    time_passes(positions, model, rounds, args.passes, f"{fmt.name} pass", load_before)
+    print(f"{fmt.name} ({fmt.parser} on {fmt.model}): {STREAM_IDS} ids, 1 id per chunk: "
+          f"{output.call_at} ids of reasoning, then a get_weather call of "
+          f"{STREAM_IDS - output.call_at - 1} ids and EOS; {rounds} rounds × {args.passes} "
+          "passes, medians in µs. Checked: the folded stream and the non-streaming answer give "
+          "the reasoning, no content and the one call with the arguments built.")
+    print()
+    print("| chunk | part of | chunk text | verify+decode µs | derender µs | encode+sign µs "
+          "| total µs | total / chunk 10 |")
+    print("|---:|---|---|---:|---:|---:|---:|---:|")
+    first = positions[0]
+    for p in positions:
+        part = "reasoning" if p.chunk <= output.call_at else "tool call (notes value)"
+        print(f"| {p.chunk} | {part} | `{p.piece!r}` | {p.med(0) / 1e3:.2f} "
+              f"| {p.med(1) / 1e3:.2f} | {p.med(2) / 1e3:.2f} | {p.med(3) / 1e3:.2f} "
+              f"| {p.med(3) / first.med(3):.2f}× |")
+    ratio = positions[-1].med(3) / first.med(3)
+    print()
+    print(f"Target: flat, chunk {POSITIONS[-1]} / chunk 10 ≤ {TARGET_FLAT:g}×: {ratio:.2f}× → "
+          + ("met" if ratio <= TARGET_FLAT else "MISSED"))
+    top = max(sizes)
+    print()
+    print(f"Largest stream_state: {top} characters (chunk {sizes.index(top) + 1}); first 100 "
+          f"chunks {max(sizes[:100])}, last 100 {max(sizes[-100:])}.")
+    print()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--only", choices=sorted(FORMATS))
+    parser.add_argument("--scale", type=float, default=1.0)
+    parser.add_argument("--passes", type=int, default=3)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        for key, fmt in FORMATS.items():
+            if args.only in (None, key):
+                run(fmt, args, Path(tmp))
+
+
+if __name__ == "__main__":
+    main()

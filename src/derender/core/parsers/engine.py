@@ -1,0 +1,831 @@
+"""The parser engine: one incremental machine reading reasoning and tool calls of the formats
+vLLM 0.33 runs on its declarative engine (``vllm/parser/engine/``), each format a config.
+
+As in vLLM, a config names *terminals* (literal tags; single-token markers arrive as stand-in
+characters, ``vocab.MARKUP``) and a transition table ``(phase, terminal) → (phase, events)``
+over the phases CONTENT, REASONING, PREAMBLE, NAME, ARGS and BETWEEN; text between terminals
+belongs to the phase (content, reasoning, the call's name, its arguments; dropped in PREAMBLE
+and BETWEEN). A terminal without a transition in the phase is text of the phase. The raw
+arguments of a call are read by the format's *argument grammar* (``DsmlArgs``, ``GlmArgs``),
+a sub-machine that emits each parameter as JSON once its value is complete, typed as vLLM
+types it (``qwen3_coder.coerce``: vLLM's ``coerce_to_schema_type``, applied as its
+``ParserEngine._coerce_value`` does, nested objects and arrays included), so the argument
+fragments concatenate to exactly the JSON text of the non-streaming answer.
+
+One machine serves both modes (design §6): non-streaming is the whole output fed at once with
+``final``. Where vLLM's stream and message disagree we follow the message. Text that may
+still become a terminal is held back, nothing else; a value is held until its end, at most
+``MAX_VALUE`` characters (longer: a string, streamed as written); a name at most ``MAX_NAME``.
+Content follows vLLM's ``_events_to_delta``/``_strip_content_whitespace``: whitespace alone
+before a call is dropped, text after a returned call is dropped, and where the config strips
+content (GLM) the whitespace ending the text before a returned call is dropped (the whitespace
+starting it stays: a stream cannot know a call will follow). Reasoning loses its trailing
+whitespace (held, at most ``MAX_SPACE``). ``tool_choice`` "none" hides the calls and their
+markup; without ``tools`` calls are read and dropped (``ToolContext``: ``keep``, ``tools``).
+
+State (``EngineState``): phase and argument sub-phase, the held text, the name/key/value being
+read, the open call's tool (an index into the request's ``tools``), whitespace held before
+content and after reasoning, a held ``arguments``/``input`` wrapper parameter (DSML; given up
+as soon as another parameter tag begins, so it never sits beside a held value), the call
+counter and flags: all bounded, at most about 6.5 KB of UTF-8 (``tests/test_parser_dsml.py``).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeVar
+
+from derender.core.markers import earliest, pending_prefix
+from derender.core.parsers.qwen3_coder import coerce, schema_mask
+from derender.core.parsers.tools import (
+    MAX_LEADING_SPACE,
+    ToolCallDelta,
+    ToolContext,
+    ToolFormat,
+    ToolState,
+    merge,
+)
+from derender.core.state_codec import Reader, Writer
+from derender.core.vocab import MARKUP
+
+CONTENT, REASONING, PREAMBLE, NAME, ARGS, BETWEEN = range(6)
+PHASES = ("content", "reasoning", "preamble", "name", "args", "between")
+
+START, NAMED, END, TEXT = 1, 2, 4, 8
+"""Transition events: a call starts (its name follows); its name ends; it ends; the terminal
+is text of the new phase."""
+BOTH, TOOLS, REASONING_ONLY = "both", "tools", "reasoning"
+"""What the machine reads (vLLM serves an engine format as both parsers, as the tool parser
+alone, or as the reasoning parser alone)."""
+
+MAX_NAME = 128
+"""Characters of a function name or GLM parameter key; a longer name makes no call, a longer
+key no parameter."""
+MAX_VALUE = 1024
+"""Characters of a parameter value held until its end; a longer one is a string."""
+MAX_HEAD = 160
+"""Characters of a DSML parameter head (``name="…" string="…">``)."""
+MAX_HELD = 64
+"""Characters of text held as a possible terminal (every terminal is shorter)."""
+MAX_SPACE = 256
+"""Whitespace held: at the end of content (dropped if a returned call follows) and at the end
+of reasoning (dropped if the reasoning ends there); more is emitted."""
+
+(THINKING, SPOKE, SLOT, KEPT, GHOST, OPENED, OVERFLOW, STRATTR, WRAPPED, WRAP_INPUT,
+ WRAP_STRING, NO_TOOLS) = (1 << i for i in range(12))
+"""Flags: the think terminals are read; content other than whitespace was emitted; a call
+was read (whitespace alone is then no content); a call was returned (content after it is
+dropped); the open call is not returned; its ``{`` was emitted; the name or key being read is
+too long; the open DSML parameter has ``string="true"``; a wrapper parameter is held (its key
+``input``, else ``arguments``; it has ``string="true"``); the tool terminals are not read
+(the reasoning parser alone)."""
+FLAG_BITS = 12
+CALL_FLAGS = GHOST | OPENED | OVERFLOW | STRATTR | WRAPPED | WRAP_INPUT | WRAP_STRING
+"""Flags of the open call (cleared when the next one starts)."""
+
+
+@dataclass(frozen=True, slots=True)
+class EngineState(ToolState):
+    phase: int = CONTENT
+    sub: int = 0
+    """The argument grammar's own phase (ARGS)."""
+    held: str = ""
+    """Text that may still become a terminal."""
+    acc: str = ""
+    """NAME: the name so far; ARGS: the key, head or value being read."""
+    key: str = ""
+    """ARGS: the open parameter's key."""
+    tool: int = 0
+    """The open call's tool: 1 + its index in the request's ``tools`` (0: none), whose schema
+    types the values."""
+    space: str = ""
+    """Whitespace of the content held back."""
+    rspace: str = ""
+    """Whitespace ending the reasoning so far, held back."""
+    wrap: str = ""
+    """DSML: the raw value of a first parameter ``arguments``/``input`` that may wrap all."""
+    calls: int = 0
+    """Calls returned so far (the next one's index)."""
+    flags: int = 0
+
+
+S = TypeVar("S", bound=EngineState)
+
+
+class ArgGrammar(Protocol):
+    """How a format writes a call's parameters (the ARGS phase's text)."""
+
+    subs: int
+    """Number of sub-phases."""
+
+    def terminals(self, spell: Callable[[str], str]) -> tuple[str, ...]: ...
+
+    def enter(self, run: _Run, terminal: str) -> None:
+        """The ARGS phase begins at ``terminal`` (the one that ended the name)."""
+
+    def read(self, run: _Run, region: str, ended: bool) -> int:
+        """Read ``region`` (``ended``: nothing follows it in this phase); returns how many
+        characters at its end are held (they may begin a tag)."""
+
+    def close(self, run: _Run) -> None:
+        """The call ends: finish (or drop) the open parameter."""
+
+
+@dataclass(frozen=True, eq=False)
+class EngineConfig:
+    """One format: its terminals, its transitions, its argument grammar and its policies."""
+
+    name: str
+    terminals: Mapping[str, tuple[str, ...]]
+    """Terminal → spellings (raw text; markers inside are replaced by their stand-ins)."""
+    transitions: Mapping[tuple[int, str], tuple[int, int]]
+    think_transitions: Mapping[tuple[int, str], tuple[int, int]]
+    """Transitions of the think terminals, read when thinking is on or ``think_always``."""
+    args: ArgGrammar
+    think_always: bool = False
+    """The think terminals are read even with thinking off (DSML V4: a ``<think>`` opens
+    reasoning, a stray ``</think>`` is dropped)."""
+    strip_content: bool = False
+    """Content is stripped when calls are returned (vLLM's
+    ``strip_content_whitespace_with_tools``)."""
+    validate_names: bool = False
+    """A call whose name is not one of the request's tools is dropped."""
+    unwrap: bool = False
+    """DSML: a lone ``arguments``/``input`` parameter holding all properties is unwrapped."""
+    clean_name: Callable[[str], str] = str.strip
+    """A call's name as read (between the terminals) → its name (vLLM strips it)."""
+
+
+def spelled(text: str, spell: Mapping[str, str] | None) -> str:
+    """``text`` as it appears in marked text: each marker in it by its stand-in."""
+    if not spell:
+        return text
+    if text in spell:
+        return spell[text]
+    for marker in MARKUP:
+        if marker in text:
+            text = text.replace(marker, spell.get(marker, marker))
+    return text
+
+
+@dataclass(frozen=True)
+class _Table:
+    """A config's terminals and transitions, spelled, per phase."""
+
+    by_phase: dict[int, tuple[str, ...]]
+    moves: dict[tuple[int, str], tuple[int, int]]
+    args: tuple[str, ...]
+    spell: Mapping[str, str]
+
+
+def _transitions(config: EngineConfig, think: bool, tools: bool
+                 ) -> dict[tuple[int, str], tuple[int, int]]:
+    """The transitions read: the think ones only when ``think``; without ``tools`` (the
+    reasoning parser alone) no tool terminal is read, except that one ending reasoning ends
+    it and stays as content (vLLM's ``skip_tool_parsing``)."""
+    transitions = dict(config.transitions)
+    if think:
+        transitions.update(config.think_transitions)
+    if tools:
+        return transitions
+    plain = (CONTENT, REASONING)
+    out: dict[tuple[int, str], tuple[int, int]] = {}
+    for (phase, terminal), (after, events) in transitions.items():
+        if phase in plain and after in plain:
+            out[(phase, terminal)] = (after, events)
+        elif phase == REASONING:
+            out[(phase, terminal)] = (CONTENT, TEXT)
+    return out
+
+
+@functools.lru_cache(maxsize=64)
+def _table(config: EngineConfig, spell: tuple[tuple[str, str], ...], think: bool,
+           tools: bool) -> _Table:
+    mapping = dict(spell)
+    transitions = _transitions(config, think, tools)
+    moves: dict[tuple[int, str], tuple[int, int]] = {}
+    by_phase: dict[int, list[str]] = {p: [] for p in range(len(PHASES))}
+    for (phase, terminal), move in transitions.items():
+        for literal in config.terminals[terminal]:
+            text = spelled(literal, mapping)
+            moves[(phase, text)] = move
+            by_phase[phase].append(text)
+    return _Table({p: tuple(ts) for p, ts in by_phase.items()}, moves,
+                  config.args.terminals(lambda t: spelled(t, mapping)), mapping)
+
+
+class _Run:
+    """A working copy of the state while text is fed."""
+
+    def __init__(self, state: EngineState, config: EngineConfig, context: ToolContext) -> None:
+        self.phase, self.sub, self.acc, self.key = state.phase, state.sub, state.acc, state.key
+        self.tool, self.space, self.rspace, self.wrap = state.tool, state.space, state.rspace, \
+            state.wrap
+        self.calls, self.flags = state.calls, state.flags
+        self.config, self.context = config, context
+        self.suppress = not context.keep and bool(context.tools)
+        """``tool_choice`` "none": calls and their markup are invisible."""
+        self.reject = not context.keep and not context.tools
+        """No ``tools``: calls are read and dropped."""
+        self.content: list[str] = []
+        self.reasoning: list[str] = []
+        self.deltas: list[ToolCallDelta] = []
+        self.table: _Table | None = None
+
+    def has(self, flag: int) -> bool:
+        return bool(self.flags & flag)
+
+    def set(self, flag: int, on: bool = True) -> None:
+        self.flags = self.flags | flag if on else self.flags & ~flag
+
+    # text of the phases
+
+    def text(self, piece: str) -> None:
+        if not piece:
+            return
+        if self.phase == CONTENT:
+            self.content_text(piece)
+        elif self.phase == REASONING:
+            self.reasoning_text(piece)
+        elif self.phase == NAME:
+            self.name_text(piece)
+
+    def content_text(self, piece: str) -> None:
+        if self.has(KEPT):
+            return  # text after a returned call is dropped
+        if self.suppress:
+            self.content.append(piece)
+            return
+        combined = self.space + piece
+        if not self.has(SPOKE):
+            if not combined.strip() and len(combined) <= MAX_LEADING_SPACE:
+                self.space = combined  # whitespace alone: no content if a call follows
+                return
+            self.set(SPOKE)
+        body = combined.rstrip() if self.config.strip_content else combined
+        if len(combined) - len(body) > MAX_SPACE:
+            body = combined[:len(combined) - MAX_SPACE]
+        self.content.append(body)
+        self.space = combined[len(body):]
+
+    def reasoning_text(self, piece: str) -> None:
+        combined = self.rspace + piece
+        body = combined.rstrip()
+        if len(combined) - len(body) > MAX_SPACE:
+            body = combined[:len(combined) - MAX_SPACE]
+        self.reasoning.append(body)
+        self.rspace = combined[len(body):]
+
+    def name_text(self, piece: str) -> None:
+        if self.has(OVERFLOW):
+            return
+        self.acc += piece
+        if len(self.acc) > MAX_NAME:
+            self.acc = ""
+            self.set(OVERFLOW)
+
+    # calls
+
+    def start_call(self) -> None:
+        self.acc, self.tool = "", 0
+        self.flags &= ~CALL_FLAGS
+        if self.suppress:
+            self.set(GHOST)
+            return
+        self.set(SLOT)
+        if not self.has(SPOKE):
+            self.space = ""  # whitespace alone before a call is no content
+
+    def open_call(self) -> None:
+        """The name has been read: the call is returned, or not."""
+        name = self.config.clean_name(self.acc)
+        self.acc = ""
+        if self.has(GHOST):
+            return
+        tools = self.context.tools
+        index = next((i for i, tool in enumerate(tools) if _tool_name(tool) == name), -1)
+        accepted = (not self.reject and bool(name) and not self.has(OVERFLOW)
+                    and (not self.config.validate_names or not tools or index >= 0))
+        self.set(OVERFLOW, False)
+        if not accepted:
+            self.set(GHOST)
+            if self.space and self.has(SPOKE):
+                self.content.append(self.space)  # no call returned: the text stays whole
+                self.space = ""
+            return
+        if self.has(SPOKE) and self.config.strip_content:
+            self.space = ""
+        self.tool = index + 1
+        self.set(KEPT)
+        self.deltas.append(ToolCallDelta(self.calls, name, ""))
+        self.calls += 1
+
+    def close_call(self) -> None:
+        self.config.args.close(self)
+        if not self.has(GHOST):
+            self.emit("}" if self.has(OPENED) else "{}")
+        self.acc, self.key, self.tool, self.wrap, self.sub = "", "", 0, "", 0
+        self.flags &= ~CALL_FLAGS
+
+    def emit(self, text: str) -> None:
+        if text and not self.has(GHOST):
+            self.deltas.append(ToolCallDelta(self.calls - 1, None, text))
+
+    def param(self, key: str, value: Any) -> None:
+        """A complete parameter of the open call, already typed."""
+        if self.has(GHOST):
+            return
+        self.emit(("{" if not self.has(OPENED) else ", ") + json.dumps(key, ensure_ascii=False)
+                  + ": " + json.dumps(value, ensure_ascii=False))
+        self.set(OPENED)
+
+    def open_string(self, key: str, text: str) -> None:
+        """A value too long to hold: a string from here, streamed as written."""
+        self.emit(("{" if not self.has(OPENED) else ", ") + json.dumps(key, ensure_ascii=False)
+                  + ': "' + _escape(text))
+        self.set(OPENED)
+
+    def properties(self) -> Mapping[str, Any]:
+        tools = self.context.tools
+        if not 0 < self.tool <= len(tools):
+            return {}
+        name = _tool_name(tools[self.tool - 1])
+        return tool_properties(tools, name) if name is not None else {}
+
+
+def _escape(text: str) -> str:
+    return json.dumps(text, ensure_ascii=False)[1:-1]
+
+
+def _tool_name(tool: Any) -> str | None:
+    spec = tool.get("function") if isinstance(tool, dict) else None
+    name = spec.get("name") if isinstance(spec, dict) else None
+    return name if isinstance(name, str) else None
+
+
+def tool_properties(tools: Sequence[Any], name: str) -> Mapping[str, Any]:
+    """vLLM's ``find_tool_properties``: the named tool's ``parameters.properties``, or {}."""
+    for tool in tools:
+        if _tool_name(tool) != name:
+            continue
+        spec = tool["function"]
+        parameters = spec.get("parameters")
+        properties = parameters.get("properties") if isinstance(parameters, dict) else None
+        return properties if isinstance(properties, dict) else {}
+    return {}
+
+
+def fix_value(value: Any, schema: Any) -> Any:
+    """vLLM's ``ParserEngine._coerce_value``: a string by ``coerce_to_schema_type``; an object
+    or array through its ``properties``/``items``; another value through its JSON text."""
+    if not isinstance(schema, dict):
+        return value
+    if isinstance(value, str):
+        return coerce(value, schema_mask(schema))
+    if isinstance(value, dict):
+        nested = schema.get("properties")
+        if isinstance(nested, dict):
+            return fix_object(value, nested)
+        return value
+    if isinstance(value, list):
+        items = schema.get("items")
+        if isinstance(items, dict):
+            return [fix_value(item, items) for item in value]
+        return value
+    coerced = coerce(json.dumps(value, ensure_ascii=False), schema_mask(schema))
+    if type(coerced) is not type(value) or coerced != value:
+        return coerced
+    return value
+
+
+def fix_object(values: dict[str, Any], properties: Mapping[str, Any]) -> dict[str, Any]:
+    """vLLM's ``_coerce_dict``: each value whose key has a schema."""
+    return {key: fix_value(value, properties.get(key)) for key, value in values.items()}
+
+
+# the machine
+
+def start(fmt: ToolFormat[Any], thinking: bool, mode: str = BOTH) -> EngineState:
+    """Initial state: in reasoning when the config has reasoning, the machine reads it and
+    thinking is on. The tool parser alone reads no think terminals (they are text: vLLM's
+    recordings 835-861); the reasoning parser alone no tool terminals."""
+    state: EngineState = fmt.start()
+    config = CONFIGS[fmt.name]
+    reads = mode != TOOLS and bool(config.think_transitions)
+    think = reads and (thinking or config.think_always)
+    return type(state)(phase=REASONING if reads and thinking else CONTENT,
+                       flags=(THINKING if think else 0)
+                       | (NO_TOOLS if mode == REASONING_ONLY else 0))
+
+
+def feed(config: EngineConfig, state: S, text: str, final: bool, context: ToolContext
+         ) -> tuple[str, str, list[ToolCallDelta], S]:
+    """Reasoning, content and tool-call deltas of new text; ``final`` settles what was held."""
+    spell = tuple(sorted((context.spell or {}).items()))
+    table = _table(config, spell, bool(state.flags & THINKING), not state.flags & NO_TOOLS)
+    run = _Run(state, config, context)
+    run.table = table
+    buffer = state.held + text
+    held = ""
+    while True:
+        phase = run.phase
+        terminals = table.by_phase[phase]
+        found = earliest(buffer, terminals) if terminals else None
+        if phase == ARGS:
+            region = buffer if found is None else buffer[:found[0]]
+            hold = 0
+            if found is None and not final:
+                hold = pending_prefix(buffer, terminals)
+                region = buffer[:len(buffer) - hold]
+            kept = config.args.read(run, region, found is not None or final)
+            if found is None:
+                held = region[len(region) - kept:] + buffer[len(region):] if not final else ""
+                break
+        elif found is None:
+            hold = 0 if final else pending_prefix(buffer, terminals)
+            run.text(buffer[:len(buffer) - hold])
+            held = buffer[len(buffer) - hold:]
+            break
+        else:
+            run.text(buffer[:found[0]])
+        assert found is not None
+        at, terminal = found
+        buffer = buffer[at + len(terminal):]
+        _move(run, table, terminal)
+    if final:
+        _finish(run)
+    content = "".join(run.content)
+    next_state = type(state)(run.phase, run.sub, held, run.acc, run.key, run.tool, run.space,
+                             run.rspace, run.wrap, run.calls, run.flags)
+    return "".join(run.reasoning), content, merge(run.deltas), next_state
+
+
+def _move(run: _Run, table: _Table, terminal: str) -> None:
+    phase, events = table.moves[(run.phase, terminal)]
+    if events & START:
+        run.start_call()
+    if events & NAMED:
+        run.open_call()
+    if phase == ARGS and run.phase != ARGS:
+        run.phase = ARGS
+        run.sub = 0
+        run.config.args.enter(run, terminal)
+    if events & END:
+        run.close_call()
+    run.phase = phase
+    if events & TEXT:
+        run.text(terminal)
+
+
+def _finish(run: _Run) -> None:
+    """The end of the output: an open call ends, held whitespace settles."""
+    if run.phase == NAME:
+        run.open_call()
+        run.close_call()
+    elif run.phase == ARGS:
+        run.close_call()
+    run.rspace = ""  # reasoning loses its trailing whitespace
+    if not run.has(KEPT) and run.space and (run.has(SPOKE) or not run.has(SLOT)):
+        run.content.append(run.space)
+    run.space = ""
+
+
+# argument grammars
+
+class DsmlArgs:
+    """DSML parameters: ``<｜DSML｜parameter name="K" string="true|false">V</｜DSML｜parameter>``
+    (vLLM's ``_dsml_arg_converter`` regex: the ``string`` attribute optional; a value also ends
+    where the next ``<｜DSML｜parameter name=`` begins; other text between them is skipped; a
+    parameter without its end is dropped). A first parameter ``arguments``/``input`` the tool
+    does not have is held: alone, holding an object of the tool's properties, it is the
+    arguments (vLLM's ``_unwrap_wrapper_args``)."""
+
+    GAP, HEAD, VALUE, LONG = range(4)
+    subs = 4
+    HEAD_RE = re.compile(r'\s+name="([^"]+)"(?:\s+string="([^"]*)")?\s*>', re.DOTALL)
+    """A parameter tag after ``param_start``: group 1 the key, group 2 the ``string`` flag."""
+
+    def __init__(self, param_start: str, param_close: str,
+                 head: re.Pattern[str] = HEAD_RE) -> None:
+        self.param_start, self.param_close, self._HEAD = param_start, param_close, head
+
+    def terminals(self, spell: Callable[[str], str]) -> tuple[str, ...]:
+        return spell(self.param_start), spell(self.param_close)
+
+    def enter(self, run: _Run, terminal: str) -> None:
+        run.sub, run.acc = self.GAP, ""
+
+    def read(self, run: _Run, region: str, ended: bool) -> int:
+        table = run.table
+        assert table is not None
+        start, close = table.args
+        while True:
+            if run.sub == self.GAP:
+                at = region.find(start)
+                if at < 0:
+                    return 0 if ended else pending_prefix(region, (start,))
+                region = region[at + len(start):]
+                run.sub, run.acc = self.HEAD, ""
+                self._flush_wrap(run)  # another parameter: no unwrapping (bounds the state)
+            elif run.sub == self.HEAD:
+                end = _head_end(run.acc + region) - len(run.acc)
+                if end < 0:
+                    run.acc += region
+                    if len(run.acc) > MAX_HEAD or ended:
+                        region, run.acc, run.sub = run.acc, "", self.GAP  # no parameter
+                        continue
+                    return 0
+                head = run.acc + region[:end + 1]
+                match = self._HEAD.fullmatch(head)
+                if match is None or len(head) > MAX_HEAD:  # no parameter: scan on in it
+                    region, run.acc, run.sub = head + region[end + 1:], "", self.GAP
+                    continue
+                run.key, run.acc, run.sub = match.group(1), "", self.VALUE
+                run.set(STRATTR, match.re.groups >= 2 and match.group(2) == "true")
+                region = region[end + 1:]
+            else:  # VALUE, LONG
+                found = _value_end(region, start, close)
+                piece = region if found is None else region[:found[0]]
+                hold = 0
+                if found is None and not ended:
+                    hold = _value_pending(piece, start, close)
+                    piece = piece[:len(piece) - hold]
+                self._value(run, piece)
+                if found is None:
+                    return hold
+                at, closed = found
+                self._complete(run)
+                if closed:
+                    region, run.sub = region[at + len(close):], self.GAP
+                else:  # ended by the next parameter's tag
+                    region, run.sub = region[at + len(start):], self.HEAD
+                    self._flush_wrap(run)
+                run.acc = ""
+
+    def _value(self, run: _Run, piece: str) -> None:
+        if run.sub == self.LONG:
+            run.emit(_escape(piece))
+            return
+        run.acc += piece
+        if len(run.acc) > MAX_VALUE:
+            self._flush_wrap(run)
+            run.open_string(run.key, run.acc)
+            run.acc, run.sub = "", self.LONG
+
+    def _complete(self, run: _Run) -> None:
+        if run.sub == self.LONG:
+            run.emit('"')
+            return
+        raw, is_string = run.acc, run.has(STRATTR)
+        properties = run.properties()
+        first = not run.has(OPENED) and not run.has(WRAPPED)
+        if (first and run.config.unwrap and run.key in ("arguments", "input") and properties
+                and run.key not in properties):
+            run.wrap = raw
+            run.set(WRAPPED)
+            run.set(WRAP_INPUT, run.key == "input")
+            run.set(WRAP_STRING, is_string)
+            return
+        self._flush_wrap(run)
+        run.param(run.key, fix_value(_dsml_value(raw, is_string), properties.get(run.key)))
+
+    @staticmethod
+    def _take_wrap(run: _Run) -> tuple[str, Any]:
+        key = "input" if run.has(WRAP_INPUT) else "arguments"
+        value = _dsml_value(run.wrap, run.has(WRAP_STRING))
+        run.flags &= ~(WRAPPED | WRAP_INPUT | WRAP_STRING)
+        run.wrap = ""
+        return key, value
+
+    def _flush_wrap(self, run: _Run) -> None:
+        """A held wrapper parameter is an ordinary one after all (another follows)."""
+        if run.has(WRAPPED):
+            run.param(*self._take_wrap(run))
+
+    def close(self, run: _Run) -> None:
+        if run.sub == self.LONG:
+            run.emit('"')  # cut short: kept as read (see MAX_VALUE)
+        run.acc = ""
+        if not run.has(WRAPPED):
+            return
+        key, value = self._take_wrap(run)
+        properties = run.properties()
+        inner = value
+        if isinstance(inner, str):
+            try:
+                inner = json.loads(inner)
+            except ValueError:
+                inner = None
+        if not (isinstance(inner, dict) and set(inner) <= set(properties)):
+            run.param(key, value)
+            return
+        text = json.dumps(fix_object(inner, properties), ensure_ascii=False)
+        if inner:  # the object less its "}", which ends the call
+            run.emit(text[:-1])
+            run.set(OPENED, not run.has(GHOST))
+
+
+def _dsml_value(raw: str, is_string: bool) -> Any:
+    """``string="true"``: the text; else its JSON value, or the text when it is not JSON."""
+    if is_string:
+        return raw
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return raw
+
+
+def _head_end(text: str) -> int:
+    """Where the first ``>`` outside double quotes is in ``text`` (-1: none yet)."""
+    quoted = False
+    for i, ch in enumerate(text):
+        if ch == '"':
+            quoted = not quoted
+        elif ch == ">" and not quoted:
+            return i
+    return -1
+
+
+_NEXT_PARAM = re.compile(r"\s{1,8}name=")
+_LOOKAHEAD = 8 + len("name=")
+
+
+def _value_end(text: str, start: str, close: str) -> tuple[int, bool] | None:
+    """The end of a DSML value: (position, True) of ``close``, or (position, False) of the
+    next parameter's ``start`` followed by whitespace (at most 8) and ``name=``."""
+    found = text.find(close)
+    at = text.find(start)
+    while at >= 0 and (found < 0 or at < found):
+        if _NEXT_PARAM.match(text, at + len(start)):
+            return at, False
+        at = text.find(start, at + 1)
+    return (found, True) if found >= 0 else None
+
+
+def _value_pending(text: str, start: str, close: str) -> int:
+    """How much of the end of a value may still become its end."""
+    hold = pending_prefix(text, (start, close))
+    at = text.rfind(start, max(0, len(text) - len(start) - _LOOKAHEAD))
+    if at >= 0:
+        tail = text[at + len(start):]
+        body = tail.lstrip()
+        gap = len(tail) - len(body)
+        if gap <= 8 and "name=".startswith(body) and (gap or not body):
+            hold = max(hold, len(text) - at)
+    return hold
+
+
+class GlmArgs:
+    """GLM arguments: ``<arg_key>K</arg_key><arg_value>V</arg_value>`` (vLLM's ``_ARG_RE``:
+    a key runs to the first ``</arg_key>`` followed by whitespace and ``<arg_value>``, a value
+    to the first ``</arg_value>``; other text is skipped). Keys are stripped, values kept
+    verbatim and typed by the schema."""
+
+    GAP, KEY, AFTER_KEY, VALUE, LONG = range(5)
+    subs = 5
+    TAGS = ("<arg_key>", "</arg_key>", "<arg_value>", "</arg_value>")
+
+    def terminals(self, spell: Callable[[str], str]) -> tuple[str, ...]:
+        return tuple(spell(t) for t in self.TAGS)
+
+    def enter(self, run: _Run, terminal: str) -> None:
+        run.sub, run.acc = self.KEY, ""  # the name ended at <arg_key>
+
+    def read(self, run: _Run, region: str, ended: bool) -> int:
+        table = run.table
+        assert table is not None
+        key_open, key_close, value_open, value_close = table.args
+        while True:
+            sub = run.sub
+            if sub == self.GAP:
+                at = region.find(key_open)
+                if at < 0:
+                    return 0 if ended else pending_prefix(region, (key_open,))
+                region = region[at + len(key_open):]
+                run.sub, run.acc = self.KEY, ""
+                run.set(OVERFLOW, False)
+            elif sub == self.KEY:
+                at = region.find(key_close)
+                piece = region if at < 0 else region[:at]
+                hold = 0 if at >= 0 or ended else pending_prefix(piece, (key_close,))
+                self._key_text(run, piece[:len(piece) - hold])
+                if at < 0:
+                    return hold
+                region = region[at + len(key_close):]
+                run.key, run.acc, run.sub = run.acc, "", self.AFTER_KEY
+            elif sub == self.AFTER_KEY:
+                body = region.lstrip()
+                space = region[:len(region) - len(body)]
+                if body.startswith(value_open):
+                    run.acc, run.sub = "", self.VALUE
+                    region = body[len(value_open):]
+                    continue
+                if not body or (not ended and value_open.startswith(body)):
+                    run.acc += space
+                    if len(run.acc) > MAX_NAME:
+                        run.set(OVERFLOW)
+                        run.acc = ""
+                    return len(body)
+                # not a value: the key runs on through its closing tag
+                run.acc, run.key, run.sub = run.key + key_close + run.acc + space, "", self.KEY
+                if len(run.acc) > MAX_NAME:
+                    run.acc = ""
+                    run.set(OVERFLOW)
+                region = body
+            else:  # VALUE, LONG
+                at = region.find(value_close)
+                piece = region if at < 0 else region[:at]
+                hold = 0 if at >= 0 or ended else pending_prefix(piece, (value_close,))
+                self._value(run, piece[:len(piece) - hold])
+                if at < 0:
+                    return hold
+                self._complete(run)
+                region = region[at + len(value_close):]
+                run.sub = self.GAP
+
+    @staticmethod
+    def _key_text(run: _Run, piece: str) -> None:
+        if run.has(OVERFLOW):
+            return
+        run.acc += piece
+        if len(run.acc) > MAX_NAME:
+            run.acc = ""
+            run.set(OVERFLOW)
+
+    def _value(self, run: _Run, piece: str) -> None:
+        if run.has(OVERFLOW):
+            return
+        if run.sub == self.LONG:
+            run.emit(_escape(piece))
+            return
+        run.acc += piece
+        if len(run.acc) > MAX_VALUE:
+            run.open_string(run.key.strip(), run.acc)
+            run.acc, run.sub = "", self.LONG
+
+    def _complete(self, run: _Run) -> None:
+        if run.has(OVERFLOW):
+            run.set(OVERFLOW, False)
+        elif run.sub == self.LONG:
+            run.emit('"')
+        else:
+            key = run.key.strip()
+            run.param(key, fix_value(run.acc, run.properties().get(key)))
+        run.acc, run.key = "", ""
+
+    def close(self, run: _Run) -> None:
+        if run.sub == self.LONG and not run.has(OVERFLOW):
+            run.emit('"')  # cut short: kept as read (see MAX_VALUE)
+        run.acc, run.key = "", ""
+
+
+# formats
+
+CONFIGS: dict[str, EngineConfig] = {}
+"""Engine configs by parser name (filled by the format modules)."""
+
+
+def encode(state: EngineState, w: Writer) -> None:
+    w.uint(state.phase | state.sub << 3)
+    for text in (state.held, state.acc, state.key):
+        w.text(text)
+    w.uint(state.tool)
+    for text in (state.space, state.rspace, state.wrap):
+        w.text(text)
+    w.uint(state.calls)
+    w.uint(state.flags)
+
+
+def decoder(state_type: type[S], subs: int) -> Callable[[Reader], S]:
+    def decode(r: Reader) -> S:
+        bits = r.uint()
+        held, acc, key = r.text(), r.text(), r.text()
+        tool = r.uint()
+        space, rspace, wrap = r.text(), r.text(), r.text()
+        calls, flags = r.uint(), r.uint()
+        phase, sub = bits & 7, bits >> 3
+        if (phase >= len(PHASES) or sub >= subs or flags >> FLAG_BITS
+                or len(held) > MAX_HELD or len(acc) > MAX_VALUE or len(key) > MAX_HEAD
+                or len(space) > max(MAX_LEADING_SPACE, MAX_SPACE) or len(rspace) > MAX_SPACE
+                or len(wrap) > MAX_VALUE or space.strip() or rspace.strip()):
+            raise ValueError("malformed parser engine state")
+        return state_type(phase, sub, held, acc, key, tool, space, rspace, wrap, calls, flags)
+    return decode
+
+
+def make_format(config: EngineConfig, tag: int, state_type: type[S]) -> ToolFormat[S]:
+    """The config as a tool-call format (its ``feed`` reads tool calls from content; the
+    parser path calls ``feed`` above to read reasoning as well)."""
+    CONFIGS[config.name] = config
+
+    def tool_feed(state: S, text: str, final: bool, context: ToolContext
+                  ) -> tuple[str, list[ToolCallDelta], S]:
+        _, content, deltas, next_state = feed(config, state, text, final, context)
+        return content, deltas, next_state
+
+    return ToolFormat(config.name, tag, state_type, state_type, tool_feed, encode,
+                      decoder(state_type, config.args.subs))
