@@ -48,7 +48,7 @@ FORMATS = (hermes.FORMAT, llama3_json.FORMAT, pythonic.FORMAT)
 
 def test_every_format_is_registered_with_its_own_tag_and_state() -> None:
     assert {"hermes", "llama3_json", "pythonic", "deepseek_v3", "deepseek_v31", "mistral",
-            "qwen3_coder"} == set(parsers.TOOL_FORMATS)
+            "qwen3_coder", "kimi_k2", "gemma4"} == set(parsers.TOOL_FORMATS)
     assert {*parsers.TOOL_FORMATS, "openai"} == parsers.TOOL_PARSERS  # Harmony: no text format
     assert {fmt.tag for fmt in FORMATS} == {0, 1, 2}
     assert len({fmt.state_type for fmt in FORMATS}) == len(FORMATS)

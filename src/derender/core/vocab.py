@@ -37,7 +37,11 @@ DECODE_SPEC_VERSION = 1
 MARKUP = ("<think>", "</think>", "<tool_call>", "</tool_call>", "<|im_start|>", "<|im_end|>",
           "<|python_tag|>", "[TOOL_CALLS]", "[ARGS]", "[THINK]", "[/THINK]",
           "<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>", "<｜tool▁call▁begin｜>",
-          "<｜tool▁call▁end｜>", "<｜tool▁sep｜>")
+          "<｜tool▁call▁end｜>", "<｜tool▁sep｜>",
+          # Kimi K2 and Gemma 4 (issue 14)
+          "<|tool_calls_section_begin|>", "<|tool_calls_section_end|>", "<|tool_call_begin|>",
+          "<|tool_call_end|>", "<|tool_call_argument_begin|>",
+          "<|tool_call>", "<tool_call|>", '<|"|>', "<|channel>", "<channel|>")
 """Parser markers. Where the vocabulary has one as a single token, parsers match that token,
 not the same characters spelled by ordinary tokens (a model writing about ``<tool_call>``)."""
 RESTORE_MARKUP = {0xE000 + i: marker for i, marker in enumerate(MARKUP)}

@@ -17,6 +17,7 @@ from typing import Any
 from derender.core.errors import BadRequestError
 from derender.core.parsers import (
     deepseek,
+    gemma4,
     harmony,
     hermes,
     llama3_json,
@@ -38,7 +39,8 @@ from derender.protocol import ChatRequest
 
 TOOL_FORMATS: dict[str, ToolFormat[Any]] = {
     fmt.name: fmt for fmt in (hermes.FORMAT, llama3_json.FORMAT, pythonic.FORMAT,
-                              deepseek.V3, deepseek.V31, mistral.FORMAT, qwen3_coder.FORMAT)}
+                              deepseek.V3, deepseek.V31, mistral.FORMAT, qwen3_coder.FORMAT,
+                              deepseek.KIMI_K2, gemma4.FORMAT)}
 """The tool-call formats, by the name vLLM's ``--tool-call-parser`` gives them."""
 FORMATS_BY_TAG: dict[int, ToolFormat[Any]] = {fmt.tag: fmt for fmt in TOOL_FORMATS.values()}
 if len(FORMATS_BY_TAG) != len(TOOL_FORMATS):
@@ -48,14 +50,18 @@ _FORMAT_OF_STATE: dict[type, ToolFormat[Any]] = {
 
 OTHER_FORMAT = "stream_state holds the tool-call state of another format than this model's"
 
-PARSED_UNDER_NONE = frozenset({"mistral", "qwen3_coder"})
+PARSED_UNDER_NONE = frozenset({"mistral", "qwen3_coder", "kimi_k2", "gemma4"})
 """Formats whose calls vLLM still parses under ``tool_choice`` "none", dropping them with
 their markup (the others leave the output as content)."""
+PARSED_WITHOUT_TOOLS = frozenset({"kimi_k2", "gemma4"})
+"""Formats whose calls vLLM parses and drops when the request has no ``tools`` (its parser
+engine reads them whatever the request; docs/recording-issue14.md, 1113, 1195)."""
 
 HARMONY_REASONING, HARMONY_TOOLS = "openai_gptoss", "openai"
 """vLLM's names for the Harmony parsers (gpt-oss models only; the reasoning one is their
 default)."""
-REASONING_PARSERS = frozenset({*reasoning.FORMATS, HARMONY_REASONING})
+REASONING_FORMATS = {**reasoning.FORMATS, gemma4.REASONING.name: gemma4.REASONING}
+REASONING_PARSERS = frozenset({*REASONING_FORMATS, HARMONY_REASONING})
 TOOL_PARSERS = frozenset({*TOOL_FORMATS, HARMONY_TOOLS})
 
 
@@ -140,12 +146,16 @@ def parser_settings(reasoning_parser: str | None, tool_parser: str | None,
     under_none = tool_parser in PARSED_UNDER_NONE and not (
         tool_parser == "mistral"
         and mistral.older_grammar(lambda m: vocab.token_id(m) is not None))
-    tools = (tool_parser is not None and bool(request.tools)
+    tools = (tool_parser is not None
+             and (bool(request.tools) or tool_parser in PARSED_WITHOUT_TOOLS)
              and (choice != "none" or under_none))
-    keep = forced or (choice == "auto" and tools)
+    keep = forced or (choice == "auto" and tools and bool(request.tools))
+    fmt = REASONING_FORMATS[reasoning_parser] if reasoning_parser else None
     return ParserSettings(
-        reasoning=reasoning.FORMATS[reasoning_parser] if reasoning_parser else None,
-        thinking=template_thinking(request), tool_format=tool_parser if tools else None,
+        reasoning=fmt,
+        thinking=template_thinking(request) if fmt is None else reasoning.switched_on(
+            fmt, request.chat_template_kwargs or {}, template_thinking(request)),
+        tool_format=tool_parser if tools else None,
         keep_calls=keep, forced=forced,
         named=named, forced_name=(choice.get("function") or {}).get("name") if named else None,
         parallel=request.parallel_tool_calls is not False,
@@ -212,7 +222,7 @@ def feed(settings: ParserSettings, state: ParserState, text: str, final: bool
         content, calls, tool_state = fmt.step(tool_state, content, final,
                                               settings.tool_context())
         calls = _kept(settings, calls)
-    calls = [ToolCallDelta(c.index, c.name, c.arguments.translate(RESTORE_MARKUP))
+    calls = [ToolCallDelta(c.index, c.name, c.arguments.translate(RESTORE_MARKUP), c.id)
              for c in calls]
     delta = ParsedDelta((thought if settings.include_reasoning else "").translate(RESTORE_MARKUP),
                         content.translate(RESTORE_MARKUP), calls)
