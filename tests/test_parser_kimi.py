@@ -124,6 +124,8 @@ def test_section_shapes() -> None:  # 1095, 1097, 1101, 1105, 1103
     assert read(two)[1:] == ([["get_weather", PARIS], ["get_time", "{}"]],
                              ["functions.get_weather:0", "functions.get_time:1"])
     assert read(M["SB"] + head + '{"city": "Par')[1] == [["get_weather", '{"city": "Par']]
+    for size in (0, 1):  # cut off before its arguments: "{}" (as vLLM's empty arguments)
+        assert read(M["SB"] + head, size)[1] == [["get_weather", "{}"]]
     prose = 'Kimi writes functions.get_weather:0 {"city": "Paris"} as text.'
     assert read(prose) == (prose, [], [])
 

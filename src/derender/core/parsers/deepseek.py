@@ -259,6 +259,9 @@ def _feed(state: DeepSeekState, text: str, final: bool, context: ToolContext, g:
             if piece:
                 deltas.append(ToolCallDelta(calls - 1, None, piece))
                 started = started or bool(piece.strip())
+    if final and mode == ARGS and g.strip_args and not started and not held:
+        deltas.append(ToolCallDelta(calls - 1, None, "{}"))  # cut off before its arguments
+        started = True
     return "".join(content), merge(deltas), (mode, held, calls, spoke, opened, lead, started)
 
 

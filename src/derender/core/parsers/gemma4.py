@@ -180,6 +180,8 @@ def feed(state: Gemma4State, text: str, final: bool, context: ToolContext
         buffer = buffer[found[0] + (len(end) if found[1] == end else 0):]
         run.set(mode=CONTENT, acc="", key="", fn="", depth=0, parens=0,
                 flags=run.s.flags & KEPT)
+    if final and run.s.mode != CONTENT:  # the output ends inside a call
+        _call(run, "", True)
     if final:
         if run.s.mode == CONTENT and not run.has(DROP):
             run.content.append(run.s.space)
