@@ -49,7 +49,7 @@ FORMATS = (hermes.FORMAT, llama3_json.FORMAT, pythonic.FORMAT)
 def test_every_format_is_registered_with_its_own_tag_and_state() -> None:
     assert {"hermes", "llama3_json", "pythonic", "deepseek_v3", "deepseek_v31", "mistral",
             "qwen3_coder", "mimo", "seed_oss", "deepseek_v32", "deepseek_v4", "deepseek_v41",
-            "glm45", "glm47"} == set(parsers.TOOL_FORMATS)
+            "glm45", "glm47", "kimi_k2", "gemma4"} == set(parsers.TOOL_FORMATS)
     assert len({fmt.state_type for fmt in parsers.TOOL_FORMATS.values()}) == len(
         parsers.TOOL_FORMATS)
     # Harmony: no text format

@@ -62,17 +62,20 @@ def parsed_message(parsing: parsers.ParserSettings, parsed: ParsedDelta,
                    request_id: str, index: int) -> JSON:
     """Content, reasoning and tool calls of a whole parsed output (vLLM §7.1 assembly)."""
     calls: dict[int, list[str]] = {}
+    ids: dict[int, str] = {}
     for delta in parsed.calls:
         name_args = calls.setdefault(delta.index, ["", ""])
         name_args[0] += delta.name or ""
         name_args[1] += delta.arguments
+        if delta.id is not None:
+            ids.setdefault(delta.index, delta.id)
     content: str | None = parsed.content or None
     if parsing.forced:
         content = content or ""
     message: JSON = {"content": content, "reasoning": parsed.reasoning or None}
     if calls:
         message["tool_calls"] = [
-            {"id": parsers.tool_call_id(request_id, index, i, parsing.tool_format),
+            {"id": ids.get(i) or parsers.tool_call_id(request_id, index, i, parsing.tool_format),
              "type": "function",
              "function": {"name": name, "arguments": arguments}}
             for i, (name, arguments) in sorted(calls.items())
@@ -197,8 +200,9 @@ def derender_chat_stream(
                            "content": step.text or None, "reasoning": step.reasoning or None}
             if step.calls:
                 delta["tool_calls"] = [
-                    {"id": parsers.tool_call_id(chunk.request_id, step.index, call.index,
-                                                parsing.tool_format if parsing else None),
+                    {"id": call.id or parsers.tool_call_id(
+                        chunk.request_id, step.index, call.index,
+                        parsing.tool_format if parsing else None),
                      "type": "function", "index": call.index,
                      "function": {"name": call.name, "arguments": call.arguments or None}}
                     if call.name is not None else

@@ -54,7 +54,11 @@ MARKUP = ("<think>", "</think>", "<tool_call>", "</tool_call>", "<|im_start|>", 
           "<|python_tag|>", "[TOOL_CALLS]", "[ARGS]", "[THINK]", "[/THINK]",
           "<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>", "<｜tool▁call▁begin｜>",
           "<｜tool▁call▁end｜>", "<｜tool▁sep｜>", "｜DSML｜", "<arg_key>", "</arg_key>",
-          "<arg_value>", "</arg_value>")
+          "<arg_value>", "</arg_value>",
+          # Kimi K2 and Gemma 4 (issue 14)
+          "<|tool_calls_section_begin|>", "<|tool_calls_section_end|>", "<|tool_call_begin|>",
+          "<|tool_call_end|>", "<|tool_call_argument_begin|>",
+          "<|tool_call>", "<tool_call|>", '<|"|>', "<|channel>", "<channel|>")
 """Parser markers. Where the vocabulary has one as a single token, parsers match that token,
 not the same characters spelled by ordinary tokens (a model writing about ``<tool_call>``).
 ``｜DSML｜`` is one token of DeepSeek V3.2/V4's vocabularies inside the (multi-token) DSML

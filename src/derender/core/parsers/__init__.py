@@ -19,6 +19,7 @@ from derender.core.parsers import (
     deepseek,
     dsml,
     engine,
+    gemma4,
     glm,
     harmony,
     hermes,
@@ -43,7 +44,8 @@ TOOL_FORMATS: dict[str, ToolFormat[Any]] = {
     fmt.name: fmt for fmt in (hermes.FORMAT, llama3_json.FORMAT, pythonic.FORMAT,
                               deepseek.V3, deepseek.V31, mistral.FORMAT, qwen3_coder.FORMAT,
                               qwen3_coder.MIMO_FORMAT, qwen3_coder.SEED_OSS_FORMAT,
-                              dsml.V32, dsml.V4, dsml.V41, glm.GLM45, glm.GLM47)}
+                              dsml.V32, dsml.V4, dsml.V41, glm.GLM45, glm.GLM47,
+                              deepseek.KIMI_K2, gemma4.FORMAT)}
 """The tool-call formats, by the name vLLM's ``--tool-call-parser`` gives them."""
 TOOL_ALIASES = {"qwen3_xml": "qwen3_coder", "qwen3_json": "hermes", "llama4_json": "llama3_json",
                 "step3p5": "qwen3_coder"}
@@ -57,13 +59,16 @@ _FORMAT_OF_STATE: dict[type, ToolFormat[Any]] = {
 
 OTHER_FORMAT = "stream_state holds the tool-call state of another format than this model's"
 
-PARSED_UNDER_NONE = frozenset({"mistral", "qwen3_coder", "mimo", "seed_oss"})
+PARSED_UNDER_NONE = frozenset({"mistral", "qwen3_coder", "mimo", "seed_oss", "kimi_k2", "gemma4"})
 """Formats whose calls vLLM still parses under ``tool_choice`` "none", dropping them with
 their markup (the others leave the output as content)."""
 PARSED_WITHOUT_TOOLS = frozenset({"qwen3_coder", "mimo", "seed_oss"})
-"""Engine formats vLLM runs when the request has no ``tools`` (its ``tool_choice`` is then
-"none" and nothing suppresses the calls): calls are read as usual, content stripped as with
-calls, and then the calls are dropped [895, 951, 1009]."""
+"""Formats vLLM runs when the request has no ``tools`` (its ``tool_choice`` is then "none" and
+nothing suppresses the calls): calls are read as usual, content stripped as with calls kept,
+and then the calls are dropped [895, 951, 1009]."""
+DROPPED_WITHOUT_TOOLS = frozenset({"kimi_k2", "gemma4"})
+"""Formats whose calls vLLM reads and drops when the request has no ``tools``, the content
+read as with calls not kept (docs/recording-issue14.md, 1113, 1195)."""
 
 HARMONY_REASONING, HARMONY_TOOLS = "openai_gptoss", "openai"
 """vLLM's names for the Harmony parsers (gpt-oss models only; the reasoning one is their
@@ -79,7 +84,9 @@ the request's template kwargs turn thinking on). As in vLLM, one machine reads b
 tool parser is of the same family."""
 ENGINE_FAMILY = {"deepseek_v32": "deepseek_v32", "deepseek_v4": "deepseek_v4",
                  "deepseek_v41": "deepseek_v41", "glm45": "glm", "glm47": "glm"}
-REASONING_PARSERS = frozenset({*reasoning.FORMATS, HARMONY_REASONING, *ENGINE_REASONING})
+REASONING_FORMATS = {**reasoning.FORMATS, gemma4.REASONING.name: gemma4.REASONING}
+"""The reasoning formats by parser name (the engine formats' own reasoning is not here)."""
+REASONING_PARSERS = frozenset({*REASONING_FORMATS, HARMONY_REASONING, *ENGINE_REASONING})
 TOOL_PARSERS = frozenset({*TOOL_FORMATS, *TOOL_ALIASES, HARMONY_TOOLS})
 
 
@@ -220,11 +227,12 @@ def parser_settings(reasoning_parser: str | None, tool_parser: str | None,
     under_none = tool_parser in PARSED_UNDER_NONE and not (
         tool_parser == "mistral"
         and mistral.older_grammar(lambda m: vocab.token_id(m) is not None))
-    tools = (tool_parser is not None and bool(request.tools)
+    tools = (tool_parser is not None
+             and (bool(request.tools) or tool_parser in DROPPED_WITHOUT_TOOLS)
              and (choice != "none" or under_none))
     as_called = tool_parser in PARSED_WITHOUT_TOOLS and not request.tools
     tools = tools or as_called
-    keep = forced or (choice == "auto" and tools)
+    keep = forced or (choice == "auto" and tools and (bool(request.tools) or as_called))
     own = ENGINE_REASONING.get(reasoning_parser or "")
     mode = engine_mode(reasoning_parser, tool_parser)
     if tool_parser in ENGINE_FORMATS:
@@ -233,12 +241,13 @@ def parser_settings(reasoning_parser: str | None, tool_parser: str | None,
         tools, keep = True, bool(request.tools) and (forced or choice == "auto")
     elif mode == engine.REASONING_ONLY:
         tool_parser, tools, keep = reasoning_parser, True, False
+    fmt = REASONING_FORMATS[reasoning_parser] if reasoning_parser and own is None else None
     thinking = (v3_thinking(request) if reasoning_parser == "deepseek_v3"
                 else template_thinking(request))
+    if fmt is not None:
+        thinking = reasoning.switched_on(fmt, request.chat_template_kwargs or {}, thinking)
     return ParserSettings(
-        reasoning=reasoning.FORMATS[reasoning_parser] if reasoning_parser and own is None
-        else None,
-        thinking=thinking, tool_format=tool_parser if tools else None,
+        reasoning=fmt, thinking=thinking, tool_format=tool_parser if tools else None,
         keep_calls=keep, forced=forced,
         named=named, forced_name=(choice.get("function") or {}).get("name") if named else None,
         parallel=request.parallel_tool_calls is not False,
@@ -325,7 +334,7 @@ def feed(settings: ParserSettings, state: ParserState, text: str, final: bool
             content, calls, tool_state = fmt.step(tool_state, content, final,
                                                   settings.tool_context())
         calls = _kept(settings, calls)
-    calls = [ToolCallDelta(c.index, c.name, c.arguments.translate(RESTORE_MARKUP))
+    calls = [ToolCallDelta(c.index, c.name, c.arguments.translate(RESTORE_MARKUP), c.id)
              for c in calls]
     delta = ParsedDelta((thought if settings.include_reasoning else "").translate(RESTORE_MARKUP),
                         content.translate(RESTORE_MARKUP), calls)

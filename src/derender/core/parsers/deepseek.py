@@ -23,11 +23,27 @@ One machine for both modes (design §6), following vLLM's non-streaming reading:
 - a call cut short (by the end of the output, the next call or the end of the calls) keeps
   the arguments read so far; vLLM returns no call then.
 
-State: the mode, a short holdback (at most a head), the call counter and two flags.
+State: the mode, a short holdback (at most a head), the call counter and three flags.
+
+``kimi_k2`` (Kimi K2.x, vLLM's ``KimiK2Parser``) is the same grammar with other markers, and
+its differences are data of ``Grammar`` (vLLM 0.33 reads it with its parser engine,
+``vllm/parser/kimi_k2.py``; docs/recording-issue14.md, fixtures 1063–1152)::
+
+    <|tool_calls_section_begin|><|tool_call_begin|>functions.NAME:IDX
+    <|tool_call_argument_begin|>{…}<|tool_call_end|>…<|tool_calls_section_end|>
+
+- the head is the text up to ``<|tool_call_argument_begin|>``, stripped; it must match
+  ``.+:\\d+`` (else the call is dropped) and is the call's id as written — vLLM does not
+  renumber it — and the name is its part before the first ``:`` less ``functions.``;
+- the arguments are the raw text, stripped (held whitespace at either end dropped), ``{}``
+  when empty; text after the section end is dropped, calls after it still read (as
+  ``deepseek_v31``).
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from derender.core.markers import earliest, pending_prefix
@@ -66,6 +82,8 @@ class DeepSeekState(ToolState):
     """``<｜tool▁calls▁begin｜>`` was read (whitespace alone is then never content)."""
     lead: str = ""
     """deepseek_v3: the whitespace before the calls, content if text follows them."""
+    started: bool = False
+    """kimi_k2: the open call's arguments have begun (text other than whitespace)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,7 +96,16 @@ class DeepSeekV31State(DeepSeekState):
     pass
 
 
-def _head_v3(head: str, m: dict[str, str]) -> tuple[str, int] | bool:
+@dataclass(frozen=True, slots=True)
+class KimiK2State(DeepSeekState):
+    pass
+
+
+Head = tuple[str, int, str | None] | bool
+"""A head read: (name, length read, the call's own id or None); True: read on; False: no."""
+
+
+def _head_v3(head: str, m: dict[str, str]) -> Head:
     """``TYPE<sep>NAME`` line and the fence: (name, length read); True: read on; False: no."""
     line_end = head.find("\n")
     stop = earliest(head, (m[CALL_END], m[CALL_BEGIN], m[CALLS_END]))
@@ -96,10 +123,10 @@ def _head_v3(head: str, m: dict[str, str]) -> tuple[str, int] | bool:
     if len(fence) < len(FENCE_OPEN):
         return True
     name = line[sep + len(m[SEP]):]
-    return (name, line_end + len(FENCE_OPEN)) if name else False
+    return (name, line_end + len(FENCE_OPEN), None) if name else False
 
 
-def _head_v31(head: str, m: dict[str, str]) -> tuple[str, int] | bool:
+def _head_v31(head: str, m: dict[str, str]) -> Head:
     """``NAME<sep>``: (name, length read); True: read on; False: no."""
     stop = earliest(head, ("\n", m[SEP], m[CALL_END], m[CALL_BEGIN], m[CALLS_END]))
     if stop is None:
@@ -107,13 +134,56 @@ def _head_v31(head: str, m: dict[str, str]) -> tuple[str, int] | bool:
     at, marker = stop
     if marker != m[SEP] or at == 0:
         return False
-    return head[:at], at + len(marker)
+    return head[:at], at + len(marker), None
 
 
-def _feed(state: DeepSeekState, text: str, final: bool, context: ToolContext, v3: bool
-          ) -> tuple[str, list[ToolCallDelta], tuple[str, str, int, bool, bool, str]]:
+KIMI_ID = re.compile(r"(?P<id>.+:\d+)")
+"""vLLM's ``_TOOL_ID_RE``, matched at the start of the stripped header."""
+
+
+def _head_kimi(head: str, m: dict[str, str]) -> Head:
+    """``functions.NAME:IDX<sep>``: the header is the id, the name its part before ``:``."""
+    stop = earliest(head, (m[SEP], m[CALL_END], m[CALL_BEGIN], m[CALLS_END]))
+    if stop is None:
+        return True
+    at, marker = stop
+    found = KIMI_ID.match(head[:at].strip()) if marker == m[SEP] else None
+    if found is None:
+        return False
+    call_id = found.group("id").strip()
+    name = call_id.split(":")[0].removeprefix("functions.")
+    return (name, at + len(marker), call_id) if name else False
+
+
+@dataclass(frozen=True, slots=True)
+class Grammar:
+    """What tells the DeepSeek-shaped formats apart (the machine is ``_feed``)."""
+
+    markers: dict[str, str]
+    """This format's marker for each of DeepSeek's (``MARKERS``)."""
+    head: Callable[[str, dict[str, str]], Head]
+    content_after: bool = False
+    """Text after the calls' end is content again (else dropped)."""
+    fence: bool = False
+    """The arguments end with a closing ```` ``` ```` fence, not part of them."""
+    strip_args: bool = False
+    """Whitespace around the arguments is dropped; empty arguments are ``{}``."""
+
+
+V3_GRAMMAR = Grammar({m: m for m in MARKERS}, _head_v3, content_after=True, fence=True)
+V31_GRAMMAR = Grammar({m: m for m in MARKERS}, _head_v31)
+KIMI_MARKERS = ("<|tool_calls_section_begin|>", "<|tool_calls_section_end|>",
+                "<|tool_call_begin|>", "<|tool_call_end|>", "<|tool_call_argument_begin|>")
+KIMI_GRAMMAR = Grammar(dict(zip(MARKERS, KIMI_MARKERS, strict=True)), _head_kimi,
+                       strip_args=True)
+
+
+def _feed(state: DeepSeekState, text: str, final: bool, context: ToolContext, g: Grammar
+          ) -> tuple[str, list[ToolCallDelta], tuple[str, str, int, bool, bool, str, bool]]:
     """Content and tool-call deltas of new text, and the next state's fields."""
-    m = {marker: context.spelled(marker) for marker in MARKERS}
+    v3 = g.content_after
+    m = {marker: context.spelled(g.markers[marker]) for marker in MARKERS}
+    started = state.started
     buffer = state.held + text
     mode, calls, spoke, opened = state.mode, state.calls, state.spoke, state.opened
     lead = state.lead
@@ -146,14 +216,14 @@ def _feed(state: DeepSeekState, text: str, final: bool, context: ToolContext, v3
             if marker == m[CALLS_END]:  # v3: text after the calls is content again
                 mode, buffer, lead = CONTENT, ("" if spoke else lead) + buffer, ""
         elif mode == HEAD:
-            head = (_head_v3 if v3 else _head_v31)(buffer, m)
+            head = g.head(buffer, m)
             if head is True and not final and len(buffer) < MAX_HEAD:
                 held = buffer
                 break
             if isinstance(head, tuple) and head[1] <= MAX_HEAD:
-                deltas.append(ToolCallDelta(calls, head[0], ""))
+                deltas.append(ToolCallDelta(calls, head[0], "", head[2]))
                 calls += 1
-                mode, buffer = ARGS, buffer[head[1]:]
+                mode, buffer, started = ARGS, buffer[head[1]:], False
             else:
                 mode = SKIP  # not a call we can read: dropped to its end
         else:  # ARGS: raw up to the call's end (v3: less the closing fence)
@@ -162,48 +232,71 @@ def _feed(state: DeepSeekState, text: str, final: bool, context: ToolContext, v3
             if found is not None:  # the call's end; or, cut short, the calls' or the next
                 at, marker = found
                 piece = buffer[:at]
-                if v3 and piece.endswith(FENCE_CLOSE):
+                if g.fence and piece.endswith(FENCE_CLOSE):
                     piece = piece[:-len(FENCE_CLOSE)]
+                if g.strip_args:
+                    piece = piece.strip() if not started else piece.rstrip()
+                    piece = piece or ("" if started else "{}")
                 buffer = buffer[at + len(marker):]
                 mode = CALLS if marker == m[CALL_END] else HEAD if marker == m[CALL_BEGIN] \
                     else CONTENT if v3 else CALLS
                 if mode == CONTENT:
                     buffer, lead = ("" if spoke else lead) + buffer, ""
             else:
-                closes = stops + tuple(FENCE_CLOSE + stop for stop in stops) if v3 else stops
+                closes = stops + tuple(FENCE_CLOSE + stop for stop in stops) if g.fence \
+                    else stops
                 hold = 0 if final else pending_prefix(buffer, closes)
+                if g.strip_args:  # whitespace around the arguments is dropped
+                    if not started:
+                        buffer = buffer.lstrip()
+                    kept = buffer.rstrip()
+                    if final:
+                        buffer = kept or ("" if started else "{}")
+                    elif len(buffer) - len(kept) <= MAX_LEADING_SPACE:  # may end them: held
+                        hold = max(hold, len(buffer) - len(kept))
                 piece, held = buffer[:len(buffer) - hold], buffer[len(buffer) - hold:]
                 buffer = ""
             if piece:
                 deltas.append(ToolCallDelta(calls - 1, None, piece))
-    return "".join(content), merge(deltas), (mode, held, calls, spoke, opened, lead)
+                started = started or bool(piece.strip())
+    if final and mode == ARGS and g.strip_args and not started and not held:
+        deltas.append(ToolCallDelta(calls - 1, None, "{}"))  # cut off before its arguments
+        started = True
+    return "".join(content), merge(deltas), (mode, held, calls, spoke, opened, lead, started)
 
 
 def _feed_v3(state: DeepSeekV3State, text: str, final: bool, context: ToolContext
              ) -> tuple[str, list[ToolCallDelta], DeepSeekV3State]:
-    content, deltas, fields = _feed(state, text, final, context, True)
+    content, deltas, fields = _feed(state, text, final, context, V3_GRAMMAR)
     return content, deltas, DeepSeekV3State(*fields)
 
 
 def _feed_v31(state: DeepSeekV31State, text: str, final: bool, context: ToolContext
               ) -> tuple[str, list[ToolCallDelta], DeepSeekV31State]:
-    content, deltas, fields = _feed(state, text, final, context, False)
+    content, deltas, fields = _feed(state, text, final, context, V31_GRAMMAR)
     return content, deltas, DeepSeekV31State(*fields)
 
 
+def _feed_kimi(state: KimiK2State, text: str, final: bool, context: ToolContext
+               ) -> tuple[str, list[ToolCallDelta], KimiK2State]:
+    content, deltas, fields = _feed(state, text, final, context, KIMI_GRAMMAR)
+    return content, deltas, KimiK2State(*fields)
+
+
 def _encode(state: DeepSeekState, w: Writer) -> None:
-    w.uint(MODES.index(state.mode) | state.spoke << 3 | state.opened << 4)
+    w.uint(MODES.index(state.mode) | state.spoke << 3 | state.opened << 4 | state.started << 5)
     w.text(state.held)
     w.uint(state.calls)
     w.text(state.lead)
 
 
-def _fields(r: Reader) -> tuple[str, str, int, bool, bool, str]:
+def _fields(r: Reader) -> tuple[str, str, int, bool, bool, str, bool]:
     bits, held, calls, lead = r.uint(), r.text(), r.uint(), r.text()
-    if bits >> 5 or bits & 7 >= len(MODES) or len(held) > MAX_HEAD + MAX_LEADING_SPACE \
+    if bits >> 6 or bits & 7 >= len(MODES) or len(held) > MAX_HEAD + MAX_LEADING_SPACE \
             or len(lead) > MAX_LEADING_SPACE or lead.strip():
         raise ValueError("malformed deepseek state")
-    return MODES[bits & 7], held, calls, bool(bits & 8), bool(bits & 16), lead
+    return (MODES[bits & 7], held, calls, bool(bits & 8), bool(bits & 16), lead,
+            bool(bits & 32))
 
 
 def _decode_v3(r: Reader) -> DeepSeekV3State:
@@ -218,4 +311,12 @@ V3 = ToolFormat("deepseek_v3", 20, DeepSeekV3State, DeepSeekV3State, _feed_v3, _
                 _decode_v3)
 V31 = ToolFormat("deepseek_v31", 21, DeepSeekV31State, DeepSeekV31State, _feed_v31, _encode,
                  _decode_v31)
-"""Tags 20 and 21 (this module's range, apart from the other formats')."""
+
+
+def _decode_kimi(r: Reader) -> KimiK2State:
+    return KimiK2State(*_fields(r))
+
+
+KIMI_K2 = ToolFormat("kimi_k2", 22, KimiK2State, KimiK2State, _feed_kimi, _encode,
+                     _decode_kimi)
+"""Tags 20, 21 and 22 (this module's range, apart from the other formats')."""

@@ -22,6 +22,12 @@ could still become a marker. Formats, as vLLM 0.33 names them:
   ``nemotron_v3`` (as ``step3p5`` but with the switch, and with its swap: when the request
   forces content, reasoning that ends with blank content becomes the content, see
   ``ReasoningState.swap``).
+- ``kimi_k2``: ``deepseek_r1``'s rules (``<think>`` optional) with a later ``</think>`` dropped,
+  ``<|tool_calls_section_begin|>`` ending reasoning (kept for the tool parser), trailing
+  whitespace of reasoning dropped; off (all content) when the template kwargs set ``thinking``
+  or ``enable_thinking`` and neither is truthy.
+- ``gemma4`` (``parsers/gemma4.py`` holds its data): ``<|channel>``…``<channel|>`` blocks with a
+  ``thought\n`` prefix removed (``prefix``), output starting with the prefix opening reasoning.
 """
 
 from __future__ import annotations
@@ -75,6 +81,16 @@ class ReasoningFormat:
     swaps: bool = False
     """nemotron_v3: when the request forces content (``force_nonempty_content``, or thinking
     off) and the content is blank, reasoning and content change places."""
+    switch: tuple[str, ...] = ()
+    """Template kwargs of the parser's own switch (with ``honours_switch``): off when one is
+    set and none is truthy (else ``enable_thinking`` as the template saw it)."""
+    prefix: str = ""
+    """Removed from the start of a block after ``start`` (its ``rstrip`` too if the block ends
+    right after it); held until known."""
+    prefix_opens: bool = False
+    """Output starting with ``prefix`` (or only its ``rstrip``) is a block whose ``start`` was
+    left out. The start state holds ``start`` + ``end`` (text that is never held otherwise)
+    as the mark of the output's start until that is known."""
 
     def markers(self, reasoning: bool) -> tuple[str, ...]:
         if reasoning:
@@ -102,6 +118,9 @@ FORMATS = {
     # DeepSeek V3/V3.1/V3.2: deepseek_r1's rules when the template kwargs turn thinking on
     # (``thinking`` or ``enable_thinking``; off by default), else none (``v3_thinking``)
     "deepseek_v3": ReasoningFormat("deepseek_v3", honours_switch=True),
+    "kimi_k2": ReasoningFormat("kimi_k2", ends_implicitly=("<|tool_calls_section_begin|>",),
+                               drops_late_end=True, honours_switch=True,
+                               strips_trailing_space=True, switch=("thinking", "enable_thinking")),
     "mistral": ReasoningFormat("mistral", ends_implicitly=("[TOOL_CALLS]",), drops_late_end=True,
                                start="[THINK]", end="[/THINK]", starts_in_content=True,
                                reopens=True, strips_trailing_space=True),
@@ -154,7 +173,32 @@ def start(fmt: ReasoningFormat, vocab: Vocabulary, prompt_ids: Sequence[int] | N
         return ReasoningState(False, swap=swap)
     if fmt.honours_prompt:
         return ReasoningState(prompt_leaves_reasoning_open(vocab, prompt_ids), swap=swap)
+    if fmt.prefix_opens:
+        return ReasoningState(False, vocab.spelled(fmt.start) + vocab.spelled(fmt.end),
+                              swap=swap)
     return ReasoningState(not fmt.starts_in_content, swap=swap)
+
+
+def switched_on(fmt: ReasoningFormat, kwargs: Mapping[str, object], thinking: bool) -> bool:
+    """Whether a parser with a ``switch`` of its own is on (``thinking``: as the template saw
+    ``enable_thinking``, for the others)."""
+    if not fmt.switch:
+        return thinking
+    values = [kwargs.get(key) for key in fmt.switch]
+    return all(v is None for v in values) or any(bool(v) for v in values)
+
+
+def _prefix_skip(prefix: str, after: str, final: bool, ends: Sequence[str]) -> int | None:
+    """How much of ``after`` (the text after ``start``) is the prefix; None: not known yet."""
+    if after.startswith(prefix):
+        return len(prefix)
+    bare = prefix.rstrip()
+    rest = after[len(bare):]
+    if after.startswith(bare) and ((final and not rest) or any(map(rest.startswith, ends))):
+        return len(bare)
+    if not final and len(after) < len(prefix) and prefix.startswith(after):
+        return None
+    return 0
 
 
 def feed(fmt: ReasoningFormat, state: ReasoningState, text: str, final: bool,
@@ -183,6 +227,13 @@ def _split(fmt: ReasoningFormat, state: ReasoningState, text: str, final: bool,
     reasoning: list[str] = []
     content: list[str] = []
     pos = 0
+    fresh = start_think + end_think
+    if fmt.prefix_opens and not in_reasoning and buffer.startswith(fresh):  # the output's start
+        rest = buffer[len(fresh):]
+        skip = _prefix_skip(fmt.prefix, rest, final, (end_think,))
+        if skip is None:
+            return ReasoningDelta("", ""), ReasoningState(False, buffer)
+        buffer = (start_think if skip else "") + rest
     while True:
         markers = [spell[m] for m in fmt.markers(in_reasoning)]
         found = earliest(buffer, markers, pos) if markers else None
@@ -190,7 +241,7 @@ def _split(fmt: ReasoningFormat, state: ReasoningState, text: str, final: bool,
             break
         at, marker = found
         (reasoning if in_reasoning else content).append(buffer[pos:at])
-        pos = at + len(marker)
+        pos, was = at + len(marker), in_reasoning
         if in_reasoning and marker == end_think:
             in_reasoning = False
         elif in_reasoning and marker in implicit:
@@ -200,6 +251,12 @@ def _split(fmt: ReasoningFormat, state: ReasoningState, text: str, final: bool,
             in_reasoning = True
         if not in_reasoning and fmt.strips_trailing_space:
             _strip_end(reasoning)
+        if fmt.prefix and in_reasoning and marker == start_think:
+            skip = _prefix_skip(fmt.prefix, buffer[pos:], final, [end_think, *implicit])
+            if skip is None:  # held from the marker on, read again with what follows
+                return (ReasoningDelta("".join(reasoning), "".join(content)),
+                        ReasoningState(was, buffer[at:]))
+            pos += skip
     markers = [spell[m] for m in fmt.markers(in_reasoning)]
     hold = 0 if final else pending_prefix(buffer[pos:], markers)
     tail = buffer[pos:len(buffer) - hold]

@@ -30,6 +30,9 @@ class ToolCallDelta:
     index: int
     name: str | None
     arguments: str
+    id: str | None = None
+    """The call's id as the model wrote it (formats whose calls carry one, on the name's
+    delta); None: derived (``parsers.tool_call_id``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,7 +110,8 @@ def merge(deltas: list[ToolCallDelta]) -> list[ToolCallDelta]:
             last = merged[-1]
             merged[-1] = ToolCallDelta(last.index,
                                        delta.name if last.name is None else last.name,
-                                       last.arguments + delta.arguments)
+                                       last.arguments + delta.arguments,
+                                       delta.id if last.id is None else last.id)
         else:
             merged.append(delta)
     return [d for d in merged if d.name is not None or d.arguments]
