@@ -11,14 +11,21 @@ from __future__ import annotations
 import json
 import random
 import sys
+import threading
+import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
 import snapshot_restore_py
 
 from derender import aws_keys, snapstart
+from derender.app import keys
+from derender.app.keys import ConfiguredKeyRing
+from derender.core.state_token import KeyRing
 from derender.lambda_adapter import LambdaHandler
+from derender.settings import Settings
 from tests.test_callers import EVENTS, LAYER_MODELS, next_call
 from tests.test_lambda_events import FakeLambdaContext
 
@@ -121,3 +128,27 @@ def test_first_call_after_restore_counts_as_a_cold_start(
 def test_no_hooks_where_the_runtime_library_is_absent(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "snapshot_restore_py", None)  # import fails
     assert snapstart.on_restore(lambda: None) is False
+
+
+def test_concurrent_first_calls_share_one_development_key(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without configured keys the first streaming calls, made at once from many threads (the
+    sync client's concurrent choices), must all sign and verify with the same development key
+    (making one takes a while here, so every thread finds none made yet)."""
+    make = keys.key_ring
+
+    def slow_key_ring(settings: Settings) -> KeyRing:
+        time.sleep(0.02)
+        return make(settings)
+
+    monkeypatch.setattr(keys, "key_ring", slow_key_ring)
+    provider = ConfiguredKeyRing(Settings.from_env({"DERENDER_MODELS_DIR": str(LAYER_MODELS)}))
+    barrier = threading.Barrier(16)
+
+    def first_call() -> KeyRing:
+        barrier.wait()
+        return provider()
+
+    with ThreadPoolExecutor(16) as pool:
+        rings = list(pool.map(lambda _: first_call(), range(16)))
+    assert len({id(ring) for ring in rings}) == 1

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import secrets
+import threading
 from typing import Protocol
 
 from derender.aws_keys import aws_key_provider
@@ -63,11 +64,16 @@ class ConfiguredKeyRing:
     def __init__(self, settings: Settings) -> None:
         self._settings = settings
         self._ring: KeyRing | None = None
+        self._lock = threading.Lock()
 
     def __call__(self) -> KeyRing:
-        if self._ring is None:
-            self._ring = key_ring(self._settings)
-        return self._ring
+        ring = self._ring
+        if ring is None:
+            with self._lock:  # concurrent first calls must share one (development) key
+                if self._ring is None:
+                    self._ring = key_ring(self._settings)
+                ring = self._ring
+        return ring
 
     def renew(self) -> None:
         return None
