@@ -23,6 +23,7 @@ from derender.core.parsers import (
     harmony,
     hermes,
     llama3_json,
+    minimax,
     mistral,
     pythonic,
     qwen3_coder,
@@ -43,7 +44,8 @@ TOOL_FORMATS: dict[str, ToolFormat[Any]] = {
     fmt.name: fmt for fmt in (hermes.FORMAT, llama3_json.FORMAT, pythonic.FORMAT,
                               deepseek.V3, deepseek.V31, mistral.FORMAT, qwen3_coder.FORMAT,
                               qwen3_coder.MIMO_FORMAT, qwen3_coder.SEED_OSS_FORMAT,
-                              dsml.V32, dsml.V4, dsml.V41, glm.GLM45, glm.GLM47)}
+                              dsml.V32, dsml.V4, dsml.V41, glm.GLM45, glm.GLM47,
+                              minimax.M2)}
 """The tool-call formats, by the name vLLM's ``--tool-call-parser`` gives them."""
 TOOL_ALIASES = {"qwen3_xml": "qwen3_coder", "qwen3_json": "hermes", "llama4_json": "llama3_json",
                 "step3p5": "qwen3_coder"}
@@ -73,12 +75,14 @@ ENGINE_FORMATS = frozenset(engine.CONFIGS)
 """Formats read by the parser engine (``engine``): their tool parser reads the whole output."""
 ENGINE_REASONING: dict[str, tuple[str, Callable[[dict[str, Any]], bool]]] = {
     "deepseek_v4": ("deepseek_v4", dsml.thinking), "deepseek_v41": ("deepseek_v41", dsml.thinking),
-    "glm45": ("glm", glm.thinking), "glm47": ("glm", glm.thinking)}
+    "glm45": ("glm", glm.thinking), "glm47": ("glm", glm.thinking),
+    "minimax_m2": ("minimax_m2", minimax.m2_thinking)}
 """Reasoning parsers that are an engine format's own reasoning: parser name → (family, whether
 the request's template kwargs turn thinking on). As in vLLM, one machine reads both when the
 tool parser is of the same family."""
 ENGINE_FAMILY = {"deepseek_v32": "deepseek_v32", "deepseek_v4": "deepseek_v4",
-                 "deepseek_v41": "deepseek_v41", "glm45": "glm", "glm47": "glm"}
+                 "deepseek_v41": "deepseek_v41", "glm45": "glm", "glm47": "glm",
+                 "minimax_m2": "minimax_m2"}
 REASONING_PARSERS = frozenset({*reasoning.FORMATS, HARMONY_REASONING, *ENGINE_REASONING})
 TOOL_PARSERS = frozenset({*TOOL_FORMATS, *TOOL_ALIASES, HARMONY_TOOLS})
 
@@ -101,10 +105,13 @@ def engine_mode(reasoning_parser: str | None, tool_parser: str | None) -> str | 
     """What the parser engine reads for these parsers: both (one family), the tools alone
     (an engine tool parser without its family's reasoning parser: think tags are text) or
     the reasoning alone (an engine reasoning parser without a tool parser: tool tags are
-    text); None: the engine is not used."""
+    text), or the tools after another family's reasoning parser (``FOREIGN``: as the tools
+    alone, but a config's ``held_end`` is read); None: the engine is not used."""
     own = ENGINE_REASONING.get(reasoning_parser or "")
     if tool_parser in ENGINE_FORMATS:
-        return engine.BOTH if own is not None else engine.TOOLS
+        if own is not None:
+            return engine.BOTH
+        return engine.FOREIGN if reasoning_parser is not None else engine.TOOLS
     if own is not None and tool_parser is None:
         return engine.REASONING_ONLY
     return None

@@ -72,6 +72,9 @@ class ReasoningFormat:
     off_starts_content: bool = False
     """``enable_thinking: false`` starts the output in content (the parser stays on: a late
     ``end`` is still dropped), whatever the prompt."""
+    prefix: str = ""
+    """Text the content starts with (``minimax_m2_append_think``: ``<think>``, the prompt's
+    opening, put back; no reasoning is read)."""
     swaps: bool = False
     """nemotron_v3: when the request forces content (``force_nonempty_content``, or thinking
     off) and the content is blank, reasoning and content change places."""
@@ -102,6 +105,10 @@ FORMATS = {
     # DeepSeek V3/V3.1/V3.2: deepseek_r1's rules when the template kwargs turn thinking on
     # (``thinking`` or ``enable_thinking``; off by default), else none (``v3_thinking``)
     "deepseek_v3": ReasoningFormat("deepseek_v3", honours_switch=True),
+    # MiniMax M2's other reasoning parser: no reasoning, the content is "<think>" + output
+    # [775, 777, 779] (the tool parser then reads it: engine.EngineConfig.held_end)
+    "minimax_m2_append_think": ReasoningFormat("minimax_m2_append_think", starts_in_content=True,
+                                               prefix=THINK),
     "mistral": ReasoningFormat("mistral", ends_implicitly=("[TOOL_CALLS]",), drops_late_end=True,
                                start="[THINK]", end="[/THINK]", starts_in_content=True,
                                reopens=True, strips_trailing_space=True),
@@ -149,6 +156,8 @@ def start(fmt: ReasoningFormat, vocab: Vocabulary, prompt_ids: Sequence[int] | N
     off), for formats that swap."""
     if fmt.honours_switch and not thinking:
         return None
+    if fmt.prefix:  # held, so it leads the content (no markers are read)
+        return ReasoningState(False, fmt.prefix)
     swap = fmt.swaps and force_content
     if fmt.off_starts_content and not thinking:
         return ReasoningState(False, swap=swap)
