@@ -67,7 +67,7 @@ def test_engine_formats_pair_with_their_family() -> None:
     reasoning parser alone no calls (tool tags are text: 1310-1316, 1328-1334). An engine
     reasoning parser with another family's tool parser is refused (not recorded)."""
     engine_formats = {"deepseek_v32", "deepseek_v4", "deepseek_v41", "glm45", "glm47",
-                      "minimax_m2"}
+                      "minimax_m2", "minimax_m3"}
     assert engine_formats == parsers.ENGINE_FORMATS
     modes = {("deepseek_v4", "deepseek_v4"): "both", ("deepseek_v41", "deepseek_v41"): "both",
              ("glm45", "glm45"): "both", ("glm47", "glm47"): "both", ("glm45", "glm47"): "both",
@@ -77,6 +77,10 @@ def test_engine_formats_pair_with_their_family() -> None:
              ("minimax_m2", "minimax_m2"): "both", ("minimax_m2_append_think", "minimax_m2"):
              "foreign", (None, "minimax_m2"): "tools", ("minimax_m2", None): "reasoning",
              ("deepseek_v4", None): "reasoning", ("deepseek_v3", "deepseek_v31"): None,
+             # M3's reasoning parser is an ordinary one (reasoning.FORMATS): it reads first,
+             # the engine then reads its content
+             ("minimax_m3", "minimax_m3"): "foreign", (None, "minimax_m3"): "tools",
+             ("minimax_m3", None): None,
              ("deepseek_v3", None): None, ("qwen3", "hermes"): None}
     for pair, mode in modes.items():
         assert parsers.pairing_error(*pair) is None, pair

@@ -54,11 +54,12 @@ MARKUP = ("<think>", "</think>", "<tool_call>", "</tool_call>", "<|im_start|>", 
           "<|python_tag|>", "[TOOL_CALLS]", "[ARGS]", "[THINK]", "[/THINK]",
           "<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>", "<｜tool▁call▁begin｜>",
           "<｜tool▁call▁end｜>", "<｜tool▁sep｜>", "｜DSML｜", "<arg_key>", "</arg_key>",
-          "<arg_value>", "</arg_value>")
+          "<arg_value>", "</arg_value>", "]<]minimax[>[", "<mm:think>", "</mm:think>")
 """Parser markers. Where the vocabulary has one as a single token, parsers match that token,
 not the same characters spelled by ordinary tokens (a model writing about ``<tool_call>``).
 ``｜DSML｜`` is one token of DeepSeek V3.2/V4's vocabularies inside the (multi-token) DSML
-tags; GLM-4.5/4.7 have ``<arg_key>``…``</arg_value>`` as single tokens. New markers go last
+tags; GLM-4.5/4.7 have ``<arg_key>``…``</arg_value>`` as single tokens; MiniMax M3 the namespace
+``]<]minimax[>[`` prefixing its tags and ``<mm:think>``/``</mm:think>``. New markers go last
 (a marker's stand-in is its index)."""
 RESTORE_MARKUP = {0xE000 + i: marker for i, marker in enumerate(MARKUP)}
 """``str.translate`` table turning marker stand-ins back into the markers' text."""

@@ -45,7 +45,7 @@ TOOL_FORMATS: dict[str, ToolFormat[Any]] = {
                               deepseek.V3, deepseek.V31, mistral.FORMAT, qwen3_coder.FORMAT,
                               qwen3_coder.MIMO_FORMAT, qwen3_coder.SEED_OSS_FORMAT,
                               dsml.V32, dsml.V4, dsml.V41, glm.GLM45, glm.GLM47,
-                              minimax.M2)}
+                              minimax.M2, minimax.M3)}
 """The tool-call formats, by the name vLLM's ``--tool-call-parser`` gives them."""
 TOOL_ALIASES = {"qwen3_xml": "qwen3_coder", "qwen3_json": "hermes", "llama4_json": "llama3_json",
                 "step3p5": "qwen3_coder"}
@@ -67,6 +67,10 @@ PARSED_WITHOUT_TOOLS = frozenset({"qwen3_coder", "mimo", "seed_oss"})
 "none" and nothing suppresses the calls): calls are read as usual, content stripped as with
 calls, and then the calls are dropped [895, 951, 1009]."""
 
+UNPARSED_WITHOUT_CALLS = frozenset({"minimax_m3"})
+"""Engine formats vLLM does not run under ``tool_choice`` "none" or without ``tools``: the
+markup stays in the content [811, 817] (the other engine formats read every output)."""
+
 HARMONY_REASONING, HARMONY_TOOLS = "openai_gptoss", "openai"
 """vLLM's names for the Harmony parsers (gpt-oss models only; the reasoning one is their
 default)."""
@@ -82,7 +86,7 @@ the request's template kwargs turn thinking on). As in vLLM, one machine reads b
 tool parser is of the same family."""
 ENGINE_FAMILY = {"deepseek_v32": "deepseek_v32", "deepseek_v4": "deepseek_v4",
                  "deepseek_v41": "deepseek_v41", "glm45": "glm", "glm47": "glm",
-                 "minimax_m2": "minimax_m2"}
+                 "minimax_m2": "minimax_m2", "minimax_m3": "minimax_m3"}
 REASONING_PARSERS = frozenset({*reasoning.FORMATS, HARMONY_REASONING, *ENGINE_REASONING})
 TOOL_PARSERS = frozenset({*TOOL_FORMATS, *TOOL_ALIASES, HARMONY_TOOLS})
 
@@ -234,14 +238,17 @@ def parser_settings(reasoning_parser: str | None, tool_parser: str | None,
     keep = forced or (choice == "auto" and tools)
     own = ENGINE_REASONING.get(reasoning_parser or "")
     mode = engine_mode(reasoning_parser, tool_parser)
-    if tool_parser in ENGINE_FORMATS:
+    if tool_parser in UNPARSED_WITHOUT_CALLS:
+        keep = tools and (forced or choice == "auto")
+    elif tool_parser in ENGINE_FORMATS:
         # the engine reads every output: without tools its calls are dropped, under "none"
         # hidden with their markup
         tools, keep = True, bool(request.tools) and (forced or choice == "auto")
     elif mode == engine.REASONING_ONLY:
         tool_parser, tools, keep = reasoning_parser, True, False
     thinking = (v3_thinking(request) if reasoning_parser == "deepseek_v3"
-                else template_thinking(request))
+                else minimax.m3_thinking(template_kwargs(request))
+                if reasoning_parser == "minimax_m3" else template_thinking(request))
     return ParserSettings(
         reasoning=reasoning.FORMATS[reasoning_parser] if reasoning_parser and own is None
         else None,

@@ -123,6 +123,8 @@ class ArgGrammar(Protocol):
 
     subs: int
     """Number of sub-phases."""
+    max_acc: int
+    """Characters of ``EngineState.acc`` the grammar holds at most."""
 
     def terminals(self, spell: Callable[[str], str]) -> tuple[str, ...]: ...
 
@@ -550,6 +552,7 @@ class DsmlArgs:
 
     GAP, HEAD, VALUE, LONG = range(4)
     subs = 4
+    max_acc = MAX_VALUE
     HEAD_RE = re.compile(r'\s+name="([^"]+)"(?:\s+string="([^"]*)")?\s*>', re.DOTALL)
     """A parameter tag after ``param_start``: group 1 the key, group 2 the ``string`` flag."""
 
@@ -751,6 +754,7 @@ class GlmArgs:
 
     GAP, KEY, AFTER_KEY, VALUE, LONG = range(5)
     subs = 5
+    max_acc = MAX_VALUE
     TAGS = ("<arg_key>", "</arg_key>", "<arg_value>", "</arg_value>")
 
     def terminals(self, spell: Callable[[str], str]) -> tuple[str, ...]:
@@ -864,7 +868,7 @@ def encode(state: EngineState, w: Writer) -> None:
     w.uint(state.flags)
 
 
-def decoder(state_type: type[S], subs: int) -> Callable[[Reader], S]:
+def decoder(state_type: type[S], subs: int, max_acc: int = MAX_VALUE) -> Callable[[Reader], S]:
     def decode(r: Reader) -> S:
         bits = r.uint()
         held, acc, key = r.text(), r.text(), r.text()
@@ -873,7 +877,7 @@ def decoder(state_type: type[S], subs: int) -> Callable[[Reader], S]:
         calls, flags = r.uint(), r.uint()
         phase, sub = bits & 7, bits >> 3
         if (phase >= len(PHASES) or sub >= subs or flags >> FLAG_BITS
-                or len(held) > MAX_HELD or len(acc) > MAX_VALUE or len(key) > MAX_HEAD
+                or len(held) > MAX_HELD or len(acc) > max_acc or len(key) > MAX_HEAD
                 or len(space) > max(MAX_LEADING_SPACE, MAX_SPACE) or len(rspace) > MAX_SPACE
                 or len(wrap) > MAX_VALUE or space.strip() or rspace.strip()):
             raise ValueError("malformed parser engine state")
@@ -892,4 +896,4 @@ def make_format(config: EngineConfig, tag: int, state_type: type[S]) -> ToolForm
         return content, deltas, next_state
 
     return ToolFormat(config.name, tag, state_type, state_type, tool_feed, encode,
-                      decoder(state_type, config.args.subs))
+                      decoder(state_type, config.args.subs, config.args.max_acc))

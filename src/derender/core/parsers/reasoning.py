@@ -78,10 +78,16 @@ class ReasoningFormat:
     swaps: bool = False
     """nemotron_v3: when the request forces content (``force_nonempty_content``, or thinking
     off) and the content is blank, reasoning and content change places."""
+    opens_once: bool = False
+    """minimax_m3: the first ``start`` in the content opens reasoning; once it ends no marker
+    is read; an ``end`` opening the output (not started in reasoning) is dropped
+    (``ReasoningState.stage``)."""
 
-    def markers(self, reasoning: bool) -> tuple[str, ...]:
+    def markers(self, reasoning: bool, stage: int = 0) -> tuple[str, ...]:
         if reasoning:
             return (self.start, self.end, *self.ends_implicitly, *self.removed)
+        if self.opens_once:
+            return (self.start,) if stage == BEFORE else ()
         return (((self.end,) if self.drops_late_end else ())
                 + ((self.start,) if self.reopens else ()) + self.removed)
 
@@ -109,10 +115,19 @@ FORMATS = {
     # [775, 777, 779] (the tool parser then reads it: engine.EngineConfig.held_end)
     "minimax_m2_append_think": ReasoningFormat("minimax_m2_append_think", starts_in_content=True,
                                                prefix=THINK),
+    # MiniMax M3: <mm:think>…</mm:think> once, anywhere; "enabled" starts inside it
+    # (parsers.m3_thinking) [819, 825, 827, 829, 831, 833]
+    "minimax_m3": ReasoningFormat("minimax_m3", start="<mm:think>", end="</mm:think>",
+                                  starts_in_content=True, opens_once=True),
     "mistral": ReasoningFormat("mistral", ends_implicitly=("[TOOL_CALLS]",), drops_late_end=True,
                                start="[THINK]", end="[/THINK]", starts_in_content=True,
                                reopens=True, strips_trailing_space=True),
 }
+
+
+FRESH, BEFORE, AFTER = range(3)
+"""Stages of an ``opens_once`` format outside reasoning: at the output's start; before a
+reasoning block; after it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,6 +142,8 @@ class ReasoningState:
     places, or go out as they are once the content says something (or a bound is passed)."""
     kept: str = ""
     space: str = ""
+    stage: int = FRESH
+    """``opens_once`` formats: ``FRESH``, ``BEFORE`` or ``AFTER`` (outside reasoning)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,6 +180,8 @@ def start(fmt: ReasoningFormat, vocab: Vocabulary, prompt_ids: Sequence[int] | N
         return ReasoningState(False, swap=swap)
     if fmt.honours_prompt:
         return ReasoningState(prompt_leaves_reasoning_open(vocab, prompt_ids), swap=swap)
+    if fmt.opens_once:
+        return ReasoningState(thinking)
     return ReasoningState(not fmt.starts_in_content, swap=swap)
 
 
@@ -178,7 +197,8 @@ def feed(fmt: ReasoningFormat, state: ReasoningState, text: str, final: bool,
         return ReasoningDelta(kept, space), after  # no swap: both go out as they are
     if final:  # vLLM's extract_reasoning: blank content, so reasoning becomes the content
         return ReasoningDelta(space, kept), after
-    return ReasoningDelta("", ""), ReasoningState(after.reasoning, after.held, True, kept, space)
+    return ReasoningDelta("", ""), ReasoningState(after.reasoning, after.held, True, kept, space,
+                                                  after.stage)
 
 
 def _split(fmt: ReasoningFormat, state: ReasoningState, text: str, final: bool,
@@ -189,11 +209,19 @@ def _split(fmt: ReasoningFormat, state: ReasoningState, text: str, final: bool,
     implicit = {spell[m] for m in fmt.ends_implicitly}
     buffer = state.held + text
     in_reasoning = state.reasoning
+    stage = state.stage
     reasoning: list[str] = []
     content: list[str] = []
     pos = 0
+    if fmt.opens_once and not in_reasoning and stage == FRESH:
+        if buffer.startswith(end_think):  # a stray closer opening the output is dropped
+            pos, stage = len(end_think), AFTER
+        elif end_think.startswith(buffer) and not final:
+            return ReasoningDelta("", ""), ReasoningState(False, buffer)
+        else:
+            stage = BEFORE
     while True:
-        markers = [spell[m] for m in fmt.markers(in_reasoning)]
+        markers = [spell[m] for m in fmt.markers(in_reasoning, stage)]
         found = earliest(buffer, markers, pos) if markers else None
         if found is None:
             break
@@ -201,15 +229,15 @@ def _split(fmt: ReasoningFormat, state: ReasoningState, text: str, final: bool,
         (reasoning if in_reasoning else content).append(buffer[pos:at])
         pos = at + len(marker)
         if in_reasoning and marker == end_think:
-            in_reasoning = False
+            in_reasoning, stage = False, AFTER
         elif in_reasoning and marker in implicit:
             in_reasoning = False
             content.append(marker)
-        elif not in_reasoning and fmt.reopens and marker == start_think:
+        elif not in_reasoning and (fmt.reopens or fmt.opens_once) and marker == start_think:
             in_reasoning = True
         if not in_reasoning and fmt.strips_trailing_space:
             _strip_end(reasoning)
-    markers = [spell[m] for m in fmt.markers(in_reasoning)]
+    markers = [spell[m] for m in fmt.markers(in_reasoning, stage)]
     hold = 0 if final else pending_prefix(buffer[pos:], markers)
     tail = buffer[pos:len(buffer) - hold]
     if in_reasoning and fmt.strips_trailing_space:
@@ -220,7 +248,7 @@ def _split(fmt: ReasoningFormat, state: ReasoningState, text: str, final: bool,
             hold, tail = len(buffer) - pos - len(kept), kept
     (reasoning if in_reasoning else content).append(tail)
     return (ReasoningDelta("".join(reasoning), "".join(content)),
-            ReasoningState(in_reasoning, buffer[len(buffer) - hold:]))
+            ReasoningState(in_reasoning, buffer[len(buffer) - hold:], stage=stage))
 
 
 def _strip_end(pieces: list[str]) -> None:
@@ -234,17 +262,18 @@ def _strip_end(pieces: list[str]) -> None:
 def encode(state: ReasoningState, w: Writer) -> None:
     """The state after its phase flag (written by the stream state)."""
     w.text(state.held)
-    w.uint(int(state.swap))
+    w.uint(int(state.swap) | state.stage << 1)
     if state.swap:
         w.text(state.kept)
         w.text(state.space)
 
 
 def decode(reasoning: bool, r: Reader) -> ReasoningState:
-    held, swap = r.text(), r.uint()
-    if swap > 1:
+    held, bits = r.text(), r.uint()
+    swap, stage = bits & 1, bits >> 1
+    if stage > AFTER:
         raise ValueError("malformed reasoning state")
     if not swap:
-        return ReasoningState(reasoning, held)
+        return ReasoningState(reasoning, held, stage=stage)
     kept, space = r.text(), r.text()
-    return ReasoningState(reasoning, held, True, kept, space)
+    return ReasoningState(reasoning, held, True, kept, space, stage)
