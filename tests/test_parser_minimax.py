@@ -24,6 +24,7 @@ from derender.core.parsers.engine import MAX_SPACE, MAX_VALUE
 from derender.core.parsers.tools import ToolContext
 from derender.core.state_codec import Reader, Writer
 from derender.core.vocab import MARKUP
+from derender.protocol import ChatRequest
 from tests.conftest import tokenizer, vocabulary
 from tests.test_parser_dsml import TOOLS
 from tests.test_parser_properties import PROPS
@@ -350,3 +351,267 @@ def test_minimax_m2_stream_folds_to_message(client_for: Any, reasoning_parser: s
     if (clean and "<think>" not in text and "</think>" in text
             and reasoning_parser == "minimax_m2" and tool_parser is not None):
         check_written(expected, [[n, p] for n, p in written], request)
+
+
+# =========================================================================== MiniMax M3
+# ``minimax_m3`` (vllm/parser/minimax_m3.py): the <mm:think> reasoning parser
+# (reasoning.FORMATS["minimax_m3"]) reads first, then the engine (engine.FOREIGN) its content.
+# Cases 781-834; streams that differ fold to the message (test_conformance STREAM_AS_MESSAGE).
+
+M3 = minimax.M3
+NS = minimax.M3_NS
+M3_THINK = "<mm:think>" + THOUGHT + "</mm:think>"
+M3_REASONING = reasoning.FORMATS["minimax_m3"]
+
+
+def m3(text: str, context: ToolContext = AUTO, pieces: list[str] | None = None,
+       enabled: bool = False, check: Any = None) -> tuple[str, str, list[tuple[str, Any]]]:
+    """The minimax_m3 reasoning parser, then the minimax_m3 tool parser, fed ``pieces``."""
+    split_state = reasoning.start(M3_REASONING, vocabulary("minimax-m3"), None, enabled)
+    assert split_state is not None
+    tool_state = engine.start(M3, False, engine.FOREIGN)
+    thought, content = "", ""
+    merged: dict[int, list[str]] = {}
+    chunks = pieces if pieces is not None else [text]
+    for k, piece in enumerate(chunks):
+        final = k == len(chunks) - 1
+        split, split_state = reasoning.feed(M3_REASONING, split_state, piece, final,
+                                            context.spell or {})
+        thought += split.reasoning
+        _, out, deltas, tool_state = engine.feed(minimax.M3_CONFIG, tool_state, split.content,
+                                                 final, context)
+        if check is not None:
+            check(split_state, tool_state)
+        content += out
+        for delta in deltas:
+            assert (delta.name is not None) == (delta.index not in merged)
+            entry = merged.setdefault(delta.index, ["", ""])
+            entry[0] += delta.name or ""
+            entry[1] += delta.arguments
+    return thought, content, [(n, json.loads(a)) for n, a in merged.values()]
+
+
+def el(name: str, body: str) -> str:
+    return f"{NS}<{name}>{body}{NS}</{name}>"
+
+
+def m3_invoke(name: str, *params: str, quote: str = '"') -> str:
+    return f"{NS}<invoke name={quote}{name}{quote}>" + "".join(params) + f"{NS}</invoke>\n"
+
+
+def m3_block(*invokes: str) -> str:
+    return f"{NS}<tool_call>\n" + "".join(invokes) + f"{NS}</tool_call>"
+
+
+M3_PARIS = m3_block(m3_invoke("get_weather", el("city", "Paris"), el("unit", "c")))
+
+
+def test_m3_single_parallel_and_no_args() -> None:
+    """[781, 783, 789]: one call per <invoke>, content null; no parameters: {}."""
+    assert m3(M3_THINK + M3_PARIS) == (THOUGHT, "", [WEATHER])
+    two = m3_block(m3_invoke("get_weather", el("city", "Zürich")),
+                   m3_invoke("get_weather", el("city", '東京 "Tokyo"\nline two'),
+                             el("unit", "f")))
+    assert m3(M3_THINK + two)[2] == [
+        ("get_weather", {"city": "Zürich"}),
+        ("get_weather", {"city": '東京 "Tokyo"\nline two', "unit": "f"})]
+    assert m3(M3_THINK + m3_block(m3_invoke("get_time")))[2] == [("get_time", {})]
+
+
+def test_m3_nested_elements_typed_by_the_schema() -> None:
+    """[785]: leaf text typed by the property's schema, <item> children of an array, children
+    of an object without properties stay strings; [787]: untypable text stays a string, an
+    empty element is []/{} for an array/object schema, a repeated name becomes a list, an
+    element with children under a string schema is an object; [803]: mixed text under
+    "$text"."""
+    typed = m3_invoke("set_config", el("count", "3"), el("ratio", "0.5"), el("enabled", "true"),
+                      el("tags", el("item", "a") + el("item", "b")),
+                      el("meta", el("k", "1") + el("nested", el("ok", "true"))),
+                      el("note", "null"), el("label", "42"), el("level", "2"))
+    assert m3(M3_THINK + m3_block(typed))[2] == [("set_config", {
+        "count": 3, "ratio": 0.5, "enabled": True, "tags": ["a", "b"],
+        "meta": {"k": "1", "nested": {"ok": "true"}}, "note": None, "label": "42",
+        "level": 2})]
+    fallbacks = m3_invoke("set_config", el("count", "three"), el("enabled", "yes"),
+                          el("tags", ""), el("meta", ""), el("label", el("x", "1")),
+                          el("extra", "7"), el("extra", "8"))
+    assert m3(M3_THINK + m3_block(fallbacks))[2] == [("set_config", {
+        "count": "three", "enabled": "yes", "tags": [], "meta": {}, "label": {"x": "1"},
+        "extra": ["7", "8"]})]
+    mixed = m3_invoke("set_config", el("meta", "note " + el("k", "1") + " end"))
+    assert m3(M3_THINK + m3_block(mixed))[2] == [
+        ("set_config", {"meta": {"k": "1", "$text": "note  end"}})]
+
+
+def test_m3_unterminated_elements_and_cut_off_calls() -> None:
+    """[805]: parsing stops at the first unterminated element, keeping the parameters before
+    it; [809]: a call cut off inside its first parameter is {} (the stream folds to it)."""
+    unclosed = m3_invoke("get_weather", el("city", "Paris"), f"{NS}<unit>c")
+    assert m3(M3_THINK + m3_block(unclosed))[2] == [("get_weather", {"city": "Paris"})]
+    cut = M3_THINK + f'{NS}<tool_call>\n{NS}<invoke name="get_weather">{NS}<city>Par'
+    assert m3(cut) == (THOUGHT, "", [("get_weather", {})])
+
+
+def test_m3_wrapper_namespace_and_content() -> None:
+    """Only the wrapper starts calls: a bare <invoke> is content [797]; tags without the
+    namespace are content [807]; content before the block is kept as written [791], text
+    after it dropped [793]; look-alike and partial tags are content [799, 801]; unknown names
+    are kept [795]."""
+    bare = m3_invoke("get_weather", el("city", "Paris"))
+    assert m3(M3_THINK + bare) == (THOUGHT, bare, [])
+    plain = '<tool_call>\n<invoke name="get_weather"><city>Paris</city></invoke>\n</tool_call>'
+    assert m3(M3_THINK + plain) == (THOUGHT, plain, [])
+    before = "Let me check the weather for you.\n"
+    assert m3(M3_THINK + before + M3_PARIS) == (THOUGHT, before, [WEATHER])
+    assert m3(M3_THINK + M3_PARIS + "\nI will report back shortly.") == (THOUGHT, "", [WEATHER])
+    for text in (f"Write {NS}<city> literally, then stop.", f"The answer is near. {NS}<tool"):
+        assert m3(M3_THINK + text) == (THOUGHT, text, [])
+    stock = m3_block(m3_invoke("get_stock", el("symbol", "ACME")))
+    assert m3(M3_THINK + stock)[2] == [("get_stock", {"symbol": "ACME"})]
+
+
+def test_m3_tool_choice_none_and_no_tools_leave_the_markup() -> None:
+    """[811, 817]: not parsed at all, the markup is content (unlike the other engine formats);
+    "required" and named still parse [813, 815]."""
+    request = {"model": "m", "messages": [{"role": "user", "content": "hi"}],
+               "tools": TOOLS}
+    vocab = vocabulary("minimax-m3")
+    for extra in ({"tool_choice": "none"}, {"tools": None}):
+        chat = ChatRequest.model_validate({**request, **extra})
+        settings_ = parsers.parser_settings("minimax_m3", "minimax_m3", chat, vocab)
+        assert settings_.tool_format is None and not settings_.keep_calls
+    for choice in ("auto", "required", {"type": "function", "function": {"name": "get_weather"}}):
+        chat = ChatRequest.model_validate({**request, "tool_choice": choice})
+        settings_ = parsers.parser_settings("minimax_m3", "minimax_m3", chat, vocab)
+        assert settings_.tool_format == "minimax_m3" and settings_.keep_calls
+
+
+def test_m3_reasoning() -> None:
+    """<mm:think>…</mm:think> is split whatever the mode [819, 831]; no output think: all
+    content [821, 829]; cut off inside it: reasoning [823]; "enabled" starts inside it [825,
+    827]; <think> is plain text [833]; a stray closer opening the output is dropped, a later
+    one kept (vllm/reasoning/minimax_m3_reasoning_parser.py, not recorded)."""
+    answer = "It is sunny in Paris, 22 °C."
+    assert m3(M3_THINK + answer) == (THOUGHT, answer, [])
+    assert m3(answer) == ("", answer, [])
+    assert m3("<mm:think>" + THOUGHT) == (THOUGHT, "", [])
+    assert m3(THOUGHT + "</mm:think>" + answer, enabled=True) == (THOUGHT, answer, [])
+    assert m3(THOUGHT + "</mm:think>" + M3_PARIS, enabled=True) == (THOUGHT, "", [WEATHER])
+    think = "<think>" + THOUGHT + "</think>" + answer
+    assert m3(think) == ("", think, [])
+    assert m3("</mm:think>" + answer) == ("", answer, [])
+    assert m3("a</mm:think>b") == ("", "a</mm:think>b", [])
+    # once: a second block is content
+    assert m3("x" + M3_THINK + "y<mm:think>z</mm:think>") == (
+        THOUGHT, "xy<mm:think>z</mm:think>", [])
+    assert minimax.m3_thinking({"thinking_mode": "enabled"})
+    assert not minimax.m3_thinking({"thinking_mode": "disabled"})
+    assert not minimax.m3_thinking({})
+
+
+def test_m3_registry_pairing() -> None:
+    assert parsers.FORMATS_BY_TAG[56] is M3
+    assert parsers.TOOL_FORMATS["minimax_m3"] is M3
+    assert "minimax_m3" in parsers.REASONING_PARSERS
+    assert parsers.pairing_error("minimax_m3", "minimax_m3") is None
+    assert parsers.engine_mode("minimax_m3", "minimax_m3") == engine.FOREIGN
+    assert parsers.engine_mode(None, "minimax_m3") == engine.TOOLS
+    assert parsers.engine_mode("minimax_m3", None) is None
+
+
+def test_m3_markers_are_single_tokens() -> None:
+    """]<]minimax[>[ (200058), <mm:think> (200059) and </mm:think> (200060) are markers: only
+    the single token is matched, and a text ending in the namespace is held (it may still
+    become a tag), nothing more."""
+    vocab = vocabulary("minimax-m3")
+    for marker, token in ((NS, 200058), ("<mm:think>", 200059), ("</mm:think>", 200060)):
+        assert vocab.token_id(marker) == token
+        assert vocab.spelled(marker) == SPELL[marker]
+    context = ToolContext(tools=TOOLS, spell=SPELL)
+    marked = M3_THINK + M3_PARIS
+    for marker in (NS, "<mm:think>", "</mm:think>", "<tool_call>", "</tool_call>"):
+        marked = marked.replace(marker, SPELL[marker])
+    assert m3(marked, context) == (THOUGHT, "", [WEATHER])
+    # spelled by ordinary tokens they are text
+    assert m3(M3_THINK + M3_PARIS, context) == ("", M3_THINK + M3_PARIS, [])
+    state = engine.start(M3, False, engine.FOREIGN)
+    _, out, _, state = engine.feed(minimax.M3_CONFIG, state, "Hi " + SPELL[NS], False, context)
+    assert (out, state.held) == ("Hi ", SPELL[NS])
+
+
+def test_m3_held_call_is_bounded() -> None:
+    """A call's parameter text is held until </invoke>, at most MAX_CALL characters: past it
+    the arguments are the parameters complete within the first MAX_CALL characters and the
+    rest of the call is skipped (README compatibility)."""
+    long = m3_invoke("get_weather", el("city", "Paris"), el("unit", "x" * minimax.MAX_CALL),
+                     el("city", "Rome"))
+    assert m3(M3_THINK + m3_block(long))[2] == [("get_weather", {"city": "Paris"})]
+    fits = m3_invoke("get_weather", el("city", "Paris"), el("unit", "x" * 4000))
+    assert m3(M3_THINK + m3_block(fits))[2] == [
+        ("get_weather", {"city": "Paris", "unit": "x" * 4000})]
+
+
+def test_m3_states_round_trip_and_stay_bounded_over_a_long_stream() -> None:
+    text = ("<mm:think>" + "Reasoning goes on. " * 800 + "</mm:think>" + "Content, " * 800
+            + m3_block(m3_invoke("set_config", el("label", "x" * 3000),
+                                 el("meta", el("k", "v" * 900))),
+                       m3_invoke("get_weather", el("city", "y" * 6000)),
+                       m3_invoke("get_weather", el("city", "Paris"), el("unit", "c"))))
+    tok = tokenizer("minimax-m3")
+    ids = tok.encode(text, add_special_tokens=False).ids
+    assert len(ids) > 5000
+    vocab = vocabulary("minimax-m3").marked
+    pieces = [vocab.decode([i]) for i in ids]
+    context = ToolContext(tools=TOOLS, spell=SPELL)
+    largest = 0
+
+    def check(split_state: Any, state: Any) -> None:
+        nonlocal largest
+        writer = Writer()
+        M3.encode(state, writer)
+        reasoning.encode(split_state, writer)
+        largest = max(largest, len(writer.out))
+        reader = Reader(bytes(writer.out))
+        assert M3.decode(reader) == state
+        assert reasoning.decode(split_state.reasoning, reader) == split_state
+
+    thought, content, calls = m3("", context, pieces, check=check)
+    assert thought == "Reasoning goes on. " * 800
+    assert content == "Content, " * 800
+    assert calls == [("set_config", {"label": "x" * 3000, "meta": {"k": "v" * 900}}),
+                     ("get_weather", {}), WEATHER]
+    assert largest < minimax.MAX_CALL * 3 + 512  # UTF-8 of at most MAX_CALL held characters
+
+
+def test_m3_garbage_state_is_refused() -> None:
+    for bad in (minimax.MinimaxM3State(sub=2), minimax.MinimaxM3State(phase=6),
+                minimax.MinimaxM3State(acc="x" * (minimax.MAX_CALL + 1)),
+                minimax.MinimaxM3State(held="<" * (engine.MAX_HELD + 1))):
+        writer = Writer()
+        M3.encode(bad, writer)
+        with pytest.raises(ValueError):
+            M3.decode(Reader(bytes(writer.out)))
+    writer = Writer()
+    writer.text("")
+    writer.uint(7)  # an unknown reasoning stage
+    with pytest.raises(ValueError):
+        reasoning.decode(False, Reader(bytes(writer.out)))
+
+
+M3_PIECES = [NS, "<tool_call>", "</tool_call>", '<invoke name="', "<invoke name='",
+             "<invoke name=", '">', "'>", ">", "</invoke>", "<city>", "</city>", "<item>",
+             "</item>", "<tags>", "</tags>", "<", "</", "<mm:think>", "</mm:think>",
+             "get_weather", "set_config", "Paris", "3", "\n", " ", "x", "<mm:th"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(context=st.sampled_from([AUTO, NONE, NO_TOOLS]), enabled=st.booleans(),
+       parts=st.lists(st.sampled_from(M3_PIECES), max_size=40), cuts=st.data())
+def test_m3_any_text_reads_the_same_whole_and_split(context: ToolContext, enabled: bool,
+                                                    parts: list[str],
+                                                    cuts: st.DataObject) -> None:
+    text = "".join(parts)
+    size = cuts.draw(st.integers(1, 7))
+    pieces = [text[i:i + size] for i in range(0, len(text), size)] or [""]
+    assert m3("", context, pieces, enabled) == m3(text, context, None, enabled)
+    check_round_trips(M3, pieces, context)
