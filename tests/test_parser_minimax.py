@@ -501,6 +501,9 @@ def test_m3_reasoning() -> None:
     assert m3(think) == ("", think, [])
     assert m3("</mm:think>" + answer) == ("", answer, [])
     assert m3("a</mm:think>b") == ("", "a</mm:think>b", [])
+    # README compatibility: "enabled" reads reasoning from the start, a generated <mm:think>
+    # absorbed (vLLM's message makes the text before it content)
+    assert m3("R<mm:think>X</mm:think>Y", enabled=True) == ("RX", "Y", [])
     # once: a second block is content
     assert m3("x" + M3_THINK + "y<mm:think>z</mm:think>") == (
         THOUGHT, "xy<mm:think>z</mm:think>", [])
