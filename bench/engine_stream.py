@@ -1,7 +1,7 @@
-"""Streaming the parser-engine formats (DeepSeek DSML, GLM): core cost per chunk and the
-largest stream_state, as ``bench/parser_stream.py`` (a) and (b) measure them for Qwen3.
+"""Streaming the parser-engine formats (DeepSeek DSML, GLM, MiniMax M2): core cost per chunk and
+the largest stream_state, as ``bench/parser_stream.py`` (a) and (b) measure them for Qwen3.
 
-Two 4096-id outputs, 1 id per chunk, as a thinking model writes a tool call:
+Three 4096-id outputs, 1 id per chunk, as a thinking model writes a tool call:
 
   DSML (``deepseek_v4`` reasoning and tool parsers, DeepSeek-V4's vocabulary from
   ``tests/models/deepseek-v4`` with ``deepseek-v4-native``'s configs): ~3,500 ids of reasoning
@@ -12,6 +12,12 @@ Two 4096-id outputs, 1 id per chunk, as a thinking model writes a tool call:
   GLM (``glm47`` reasoning and tool parsers, ``tests/models/glm-4.7-flash``): ~3,500 ids of
   reasoning + ``</think><tool_call>get_weather<arg_key>city</arg_key><arg_value>Lisbon
   </arg_value><arg_key>notes</arg_key><arg_value>…</arg_value></tool_call>`` + EOS 154827.
+
+  MiniMax M2 (``minimax_m2`` reasoning and tool parsers, ``tests/models/minimax-m2.7``, its
+  tokenizer fetched by ``make test``): ~3,500 ids of reasoning + ``</think>\n\n
+  <minimax:tool_call>\n<invoke name="get_weather">\n<parameter name="city">Lisbon
+  </parameter>\n<parameter name="notes">…</parameter>\n</invoke>\n</minimax:tool_call>`` +
+  EOS 200020.
 
 Each stream is first derendered whole, call after call, and checked: the folded stream and the
 non-streaming answer both give the reasoning text, no content and the one ``get_weather`` call
@@ -80,6 +86,11 @@ FORMATS = {
                   "</think><tool_call>get_weather<arg_key>city</arg_key><arg_value>Lisbon"
                   "</arg_value><arg_key>notes</arg_key><arg_value>",
                   "</arg_value></tool_call>"),
+    "minimax": Format("MiniMax M2", "minimax-m2.7", "minimax-m2.7", "minimax-m2.7",
+                      "minimax_m2", 200020,
+                      '</think>\n\n<minimax:tool_call>\n<invoke name="get_weather">\n'
+                      '<parameter name="city">Lisbon</parameter>\n<parameter name="notes">',
+                      "</parameter>\n</invoke>\n</minimax:tool_call>"),
 }
 
 

@@ -137,12 +137,14 @@ STREAM_AS_MESSAGE = {
     "305-qwen3_coder-chat-stream-no_param_end-small": "288-qwen3_coder-chat-no_param_end",
     "306-qwen3_coder-chat-stream-truncated-one": "289-qwen3_coder-chat-truncated",
     # engine formats (issue 13): a call cut off inside a value streams its partial arguments
-    # ('{"city": "' for DSML, '{"city": "Par' for GLM), not JSON; the message has '{}'
+    # ('{"city": "' for DSML, '{"city": "Par' for GLM and MiniMax M2), not JSON; the message
+    # has '{}'
     "434-deepseek_v32-chat-stream-truncated-one": "433-deepseek_v32-chat-truncated",
     "496-deepseek_v4-chat-stream-truncated-one": "495-deepseek_v4-chat-truncated",
     "560-deepseek_v41-chat-stream-truncated-one": "559-deepseek_v41-chat-truncated",
     "644-glm45-chat-stream-truncated-one": "643-glm45-chat-truncated",
     "700-glm47-chat-stream-truncated-one": "699-glm47-chat-truncated",
+    "756-minimax_m2-chat-stream-truncated-one": "755-minimax_m2-chat-truncated",
     # deepseek_v3 thinking via enable_thinking / reasoning_effort on DeepSeek-V3.1, whose
     # template then closes </think> in the prompt: the R1 stream is all content, </think> too
     "602-deepseek_v31-v3r-chat-stream-r_enable_thinking-small":
@@ -165,6 +167,14 @@ STREAM_AS_MESSAGE = {
     # the text after it); the message strips it and drops the text after the calls
     "1170-gemma4-chat-stream-content_before-mixed": "1169-gemma4-chat-content_before",
     "1172-gemma4-chat-stream-content_after-small": "1171-gemma4-chat-content_after",
+    "738-minimax_m2-chat-stream-content_before-mixed": "737-minimax_m2-chat-content_before",
+    "740-minimax_m2-chat-stream-content_after-small": "739-minimax_m2-chat-content_after",
+    # minimax_m2_append_think streams lose the </think> text and keep the whitespace before
+    # the calls; the message keeps </think> unless a call follows it
+    "776-minimax_m2-append-chat-stream-reasoning_content-small":
+        "775-minimax_m2-append-chat-reasoning_content",
+    "778-minimax_m2-append-chat-stream-single-small": "777-minimax_m2-append-chat-single",
+    "780-minimax_m2-append-chat-stream-think_both-small": "779-minimax_m2-append-chat-think_both",
     # Harmony streams run two final messages together; non-streaming joins them with "\n"
     "358-harmony-chat-stream-two_finals-small": "334-harmony-chat-two_finals",
     # the bytes of a character cut off by the end never stream; non-streaming they are "\ufffd"
@@ -218,6 +228,10 @@ MESSAGE_DIFFERENCES: dict[str, tuple[str | None, list[tuple[str, Any]], str]] = 
     # a stray gemma4 <channel|> after content is dropped, as vLLM streams it (vLLM's message
     # makes the text before it reasoning: its first feed is the whole output)
     "1213-gemma4-chat-stray_channel_end": ("It is sunny in Paris, 22 °C. more", [], "stop"),
+    # the same for MiniMax M2 (the "\n\n" after </think> starts the content)
+    "737-minimax_m2-chat-content_before": (
+        "\n\nLet me check the weather for you.",
+        [("get_weather", {"city": "Paris", "unit": "c"})], "tool_calls"),
 }
 MESSAGE_REASONING = {"1213-gemma4-chat-stray_channel_end": None}
 """The reasoning of our message where MESSAGE_DIFFERENCES changes it too."""
@@ -240,6 +254,11 @@ STREAM_AS_MESSAGE.update({_case_name(n): _case_name(n - 1) for n in (
     856,  # llama4_json: text before the JSON makes vLLM's stream all content
     1052, 1054,  # nemotron_v3: vLLM swaps reasoning and content only non-streaming
 )})
+# MiniMax M3 (docs/recording-issue13.md): vLLM's stream judges from the default prompt (which
+# mentions <mm:think>/</mm:think>) that reasoning has ended and streams an output's
+# <mm:think> block, tags included, as content; the message splits it
+STREAM_AS_MESSAGE.update({_case_name(n): _case_name(n - 1)
+                          for n in (*range(782, 821, 2), 824, 832)})
 # ... and messages where we differ on purpose, as for qwen3_coder, hermes and llama3_json:
 # whitespace before the content that precedes a call stays (vLLM strips it, which a stream
 # cannot know in time); a call cut off inside a parameter keeps the value read so far (vLLM:
@@ -507,5 +526,5 @@ def test_every_case_is_accounted_for() -> None:
     assert names >= SUPPORTED_BEYOND_VLLM | set(STREAM_QUIRKS) | set(MESSAGE_DIFFERENCES)
     assert names >= set(STREAM_AS_MESSAGE) | set(STREAM_AS_MESSAGE.values())
     assert names >= set(ID_LESS_FINISH_STOP_REASON)
-    # pending: issue 13's MiniMax formats (727-834)
-    assert len(replayed) == 1226 - 108
+    # nothing pending: every format of issues 13 and 14 is replayed
+    assert len(replayed) == 1226

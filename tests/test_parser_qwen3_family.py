@@ -323,7 +323,7 @@ def test_garbage_states_are_refused() -> None:
             except (ValueError, IndexError, UnicodeDecodeError):
                 continue
     with pytest.raises(ValueError, match="malformed reasoning"):
-        reasoning.decode(False, Reader(bytes([0, 2])))
+        reasoning.decode(False, Reader(bytes([0, (reasoning.AFTER + 1) << 1])))  # no such stage
     with pytest.raises(ValueError, match="malformed MimoState"):
         MIMO.decode(Reader(bytes([99, 0, 0, 0, 0, 0, 0, 0])))
 

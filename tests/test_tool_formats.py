@@ -49,7 +49,8 @@ FORMATS = (hermes.FORMAT, llama3_json.FORMAT, pythonic.FORMAT)
 def test_every_format_is_registered_with_its_own_tag_and_state() -> None:
     assert {"hermes", "llama3_json", "pythonic", "deepseek_v3", "deepseek_v31", "mistral",
             "qwen3_coder", "mimo", "seed_oss", "deepseek_v32", "deepseek_v4", "deepseek_v41",
-            "glm45", "glm47", "kimi_k2", "gemma4"} == set(parsers.TOOL_FORMATS)
+            "glm45", "glm47", "kimi_k2", "gemma4", "minimax_m2", "minimax_m3"} == set(
+                parsers.TOOL_FORMATS)
     assert len({fmt.state_type for fmt in parsers.TOOL_FORMATS.values()}) == len(
         parsers.TOOL_FORMATS)
     # Harmony: no text format
@@ -66,14 +67,21 @@ def test_engine_formats_pair_with_their_family() -> None:
     parser alone reads no reasoning (think tags are text: cases 1300-1308, 1318-1326), its
     reasoning parser alone no calls (tool tags are text: 1310-1316, 1328-1334). An engine
     reasoning parser with another family's tool parser is refused (not recorded)."""
-    engine_formats = {"deepseek_v32", "deepseek_v4", "deepseek_v41", "glm45", "glm47"}
+    engine_formats = {"deepseek_v32", "deepseek_v4", "deepseek_v41", "glm45", "glm47",
+                      "minimax_m2", "minimax_m3"}
     assert engine_formats == parsers.ENGINE_FORMATS
     modes = {("deepseek_v4", "deepseek_v4"): "both", ("deepseek_v41", "deepseek_v41"): "both",
              ("glm45", "glm45"): "both", ("glm47", "glm47"): "both", ("glm45", "glm47"): "both",
-             (None, "deepseek_v32"): "tools", ("deepseek_v3", "deepseek_v32"): "tools",
+             (None, "deepseek_v32"): "tools", ("deepseek_v3", "deepseek_v32"): "foreign",
              (None, "glm47"): "tools", (None, "deepseek_v4"): "tools",
-             ("qwen3", "glm45"): "tools", ("glm47", None): "reasoning",
+             ("qwen3", "glm45"): "foreign", ("glm47", None): "reasoning",
+             ("minimax_m2", "minimax_m2"): "both", ("minimax_m2_append_think", "minimax_m2"):
+             "foreign", (None, "minimax_m2"): "tools", ("minimax_m2", None): "reasoning",
              ("deepseek_v4", None): "reasoning", ("deepseek_v3", "deepseek_v31"): None,
+             # M3's reasoning parser is an ordinary one (reasoning.FORMATS): it reads first,
+             # the engine then reads its content
+             ("minimax_m3", "minimax_m3"): "foreign", (None, "minimax_m3"): "tools",
+             ("minimax_m3", None): None,
              ("deepseek_v3", None): None, ("qwen3", "hermes"): None}
     for pair, mode in modes.items():
         assert parsers.pairing_error(*pair) is None, pair

@@ -58,11 +58,14 @@ MARKUP = ("<think>", "</think>", "<tool_call>", "</tool_call>", "<|im_start|>", 
           # Kimi K2 and Gemma 4 (issue 14)
           "<|tool_calls_section_begin|>", "<|tool_calls_section_end|>", "<|tool_call_begin|>",
           "<|tool_call_end|>", "<|tool_call_argument_begin|>",
-          "<|tool_call>", "<tool_call|>", '<|"|>', "<|channel>", "<channel|>")
+          "<|tool_call>", "<tool_call|>", '<|"|>', "<|channel>", "<channel|>",
+          # MiniMax M3 (issue 13)
+          "]<]minimax[>[", "<mm:think>", "</mm:think>")
 """Parser markers. Where the vocabulary has one as a single token, parsers match that token,
 not the same characters spelled by ordinary tokens (a model writing about ``<tool_call>``).
 ``｜DSML｜`` is one token of DeepSeek V3.2/V4's vocabularies inside the (multi-token) DSML
-tags; GLM-4.5/4.7 have ``<arg_key>``…``</arg_value>`` as single tokens. New markers go last
+tags; GLM-4.5/4.7 have ``<arg_key>``…``</arg_value>`` as single tokens; MiniMax M3 the namespace
+``]<]minimax[>[`` prefixing its tags and ``<mm:think>``/``</mm:think>``. New markers go last
 (a marker's stand-in is its index)."""
 RESTORE_MARKUP = {0xE000 + i: marker for i, marker in enumerate(MARKUP)}
 """``str.translate`` table turning marker stand-ins back into the markers' text."""

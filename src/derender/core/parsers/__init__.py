@@ -24,6 +24,7 @@ from derender.core.parsers import (
     harmony,
     hermes,
     llama3_json,
+    minimax,
     mistral,
     pythonic,
     qwen3_coder,
@@ -45,7 +46,7 @@ TOOL_FORMATS: dict[str, ToolFormat[Any]] = {
                               deepseek.V3, deepseek.V31, mistral.FORMAT, qwen3_coder.FORMAT,
                               qwen3_coder.MIMO_FORMAT, qwen3_coder.SEED_OSS_FORMAT,
                               dsml.V32, dsml.V4, dsml.V41, glm.GLM45, glm.GLM47,
-                              deepseek.KIMI_K2, gemma4.FORMAT)}
+                              deepseek.KIMI_K2, gemma4.FORMAT, minimax.M2, minimax.M3)}
 """The tool-call formats, by the name vLLM's ``--tool-call-parser`` gives them."""
 TOOL_ALIASES = {"qwen3_xml": "qwen3_coder", "qwen3_json": "hermes", "llama4_json": "llama3_json",
                 "step3p5": "qwen3_coder"}
@@ -70,6 +71,10 @@ DROPPED_WITHOUT_TOOLS = frozenset({"kimi_k2", "gemma4"})
 """Formats whose calls vLLM reads and drops when the request has no ``tools``, the content
 read as with calls not kept (docs/recording-issue14.md, 1113, 1195)."""
 
+UNPARSED_WITHOUT_CALLS = frozenset({"minimax_m3"})
+"""Engine formats vLLM does not run under ``tool_choice`` "none" or without ``tools``: the
+markup stays in the content [811, 817] (the other engine formats read every output)."""
+
 HARMONY_REASONING, HARMONY_TOOLS = "openai_gptoss", "openai"
 """vLLM's names for the Harmony parsers (gpt-oss models only; the reasoning one is their
 default)."""
@@ -78,12 +83,14 @@ ENGINE_FORMATS = frozenset(engine.CONFIGS)
 """Formats read by the parser engine (``engine``): their tool parser reads the whole output."""
 ENGINE_REASONING: dict[str, tuple[str, Callable[[dict[str, Any]], bool]]] = {
     "deepseek_v4": ("deepseek_v4", dsml.thinking), "deepseek_v41": ("deepseek_v41", dsml.thinking),
-    "glm45": ("glm", glm.thinking), "glm47": ("glm", glm.thinking)}
+    "glm45": ("glm", glm.thinking), "glm47": ("glm", glm.thinking),
+    "minimax_m2": ("minimax_m2", minimax.m2_thinking)}
 """Reasoning parsers that are an engine format's own reasoning: parser name → (family, whether
 the request's template kwargs turn thinking on). As in vLLM, one machine reads both when the
 tool parser is of the same family."""
 ENGINE_FAMILY = {"deepseek_v32": "deepseek_v32", "deepseek_v4": "deepseek_v4",
-                 "deepseek_v41": "deepseek_v41", "glm45": "glm", "glm47": "glm"}
+                 "deepseek_v41": "deepseek_v41", "glm45": "glm", "glm47": "glm",
+                 "minimax_m2": "minimax_m2", "minimax_m3": "minimax_m3"}
 REASONING_FORMATS = {**reasoning.FORMATS, gemma4.REASONING.name: gemma4.REASONING}
 """The reasoning formats by parser name (the engine formats' own reasoning is not here)."""
 REASONING_PARSERS = frozenset({*REASONING_FORMATS, HARMONY_REASONING, *ENGINE_REASONING})
@@ -108,10 +115,13 @@ def engine_mode(reasoning_parser: str | None, tool_parser: str | None) -> str | 
     """What the parser engine reads for these parsers: both (one family), the tools alone
     (an engine tool parser without its family's reasoning parser: think tags are text) or
     the reasoning alone (an engine reasoning parser without a tool parser: tool tags are
-    text); None: the engine is not used."""
+    text), or the tools after another family's reasoning parser (``FOREIGN``: as the tools
+    alone, but a config's ``held_end`` is read); None: the engine is not used."""
     own = ENGINE_REASONING.get(reasoning_parser or "")
     if tool_parser in ENGINE_FORMATS:
-        return engine.BOTH if own is not None else engine.TOOLS
+        if own is not None:
+            return engine.BOTH
+        return engine.FOREIGN if reasoning_parser is not None else engine.TOOLS
     if own is not None and tool_parser is None:
         return engine.REASONING_ONLY
     return None
@@ -235,7 +245,9 @@ def parser_settings(reasoning_parser: str | None, tool_parser: str | None,
     keep = forced or (choice == "auto" and tools and (bool(request.tools) or as_called))
     own = ENGINE_REASONING.get(reasoning_parser or "")
     mode = engine_mode(reasoning_parser, tool_parser)
-    if tool_parser in ENGINE_FORMATS:
+    if tool_parser in UNPARSED_WITHOUT_CALLS:
+        keep = tools and (forced or choice == "auto")
+    elif tool_parser in ENGINE_FORMATS:
         # the engine reads every output: without tools its calls are dropped, under "none"
         # hidden with their markup
         tools, keep = True, bool(request.tools) and (forced or choice == "auto")
@@ -243,7 +255,8 @@ def parser_settings(reasoning_parser: str | None, tool_parser: str | None,
         tool_parser, tools, keep = reasoning_parser, True, False
     fmt = REASONING_FORMATS[reasoning_parser] if reasoning_parser and own is None else None
     thinking = (v3_thinking(request) if reasoning_parser == "deepseek_v3"
-                else template_thinking(request))
+                else minimax.m3_thinking(template_kwargs(request))
+                if reasoning_parser == "minimax_m3" else template_thinking(request))
     if fmt is not None:
         thinking = reasoning.switched_on(fmt, request.chat_template_kwargs or {}, thinking)
     return ParserSettings(

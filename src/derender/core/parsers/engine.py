@@ -55,12 +55,13 @@ from derender.core.vocab import MARKUP
 CONTENT, REASONING, PREAMBLE, NAME, ARGS, BETWEEN = range(6)
 PHASES = ("content", "reasoning", "preamble", "name", "args", "between")
 
-START, NAMED, END, TEXT = 1, 2, 4, 8
+START, NAMED, END, TEXT, HOLD = 1, 2, 4, 8, 16
 """Transition events: a call starts (its name follows); its name ends; it ends; the terminal
-is text of the new phase."""
-BOTH, TOOLS, REASONING_ONLY = "both", "tools", "reasoning"
+is text of the new phase; the terminal is held (``EngineConfig.held_end``)."""
+BOTH, TOOLS, REASONING_ONLY, FOREIGN = "both", "tools", "reasoning", "foreign"
 """What the machine reads (vLLM serves an engine format as both parsers, as the tool parser
-alone, or as the reasoning parser alone)."""
+alone, or as the reasoning parser alone; ``FOREIGN``: as the tool parser after another
+family's reasoning parser, which reads the think tags first)."""
 
 MAX_NAME = 128
 """Characters of a function name or GLM parameter key; a longer name makes no call, a longer
@@ -76,14 +77,15 @@ MAX_SPACE = 256
 of reasoning (dropped if the reasoning ends there); more is emitted."""
 
 (THINKING, SPOKE, SLOT, KEPT, GHOST, OPENED, OVERFLOW, STRATTR, WRAPPED, WRAP_INPUT,
- WRAP_STRING, NO_TOOLS) = (1 << i for i in range(12))
+ WRAP_STRING, NO_TOOLS, HOLDS_END, END_HELD) = (1 << i for i in range(14))
 """Flags: the think terminals are read; content other than whitespace was emitted; a call
 was read (whitespace alone is then no content); a call was returned (content after it is
 dropped); the open call is not returned; its ``{`` was emitted; the name or key being read is
 too long; the open DSML parameter has ``string="true"``; a wrapper parameter is held (its key
 ``input``, else ``arguments``; it has ``string="true"``); the tool terminals are not read
-(the reasoning parser alone)."""
-FLAG_BITS = 12
+(the reasoning parser alone); ``held_end`` is read (``FOREIGN``); one was read and is held
+(its whitespace before it in ``rspace``)."""
+FLAG_BITS = 14
 CALL_FLAGS = GHOST | OPENED | OVERFLOW | STRATTR | WRAPPED | WRAP_INPUT | WRAP_STRING
 """Flags of the open call (cleared when the next one starts)."""
 
@@ -121,6 +123,8 @@ class ArgGrammar(Protocol):
 
     subs: int
     """Number of sub-phases."""
+    max_acc: int
+    """Characters of ``EngineState.acc`` the grammar holds at most."""
 
     def terminals(self, spell: Callable[[str], str]) -> tuple[str, ...]: ...
 
@@ -158,6 +162,11 @@ class EngineConfig:
     """DSML: a lone ``arguments``/``input`` parameter holding all properties is unwrapped."""
     clean_name: Callable[[str], str] = str.strip
     """A call's name as read (between the terminals) → its name (vLLM strips it)."""
+    held_end: str = ""
+    """MiniMax M2 after another family's reasoning parser (``FOREIGN``): this think terminal
+    in the content is dropped when a returned call follows it with only whitespace between
+    (vLLM's engine drops it in CONTENT, its message keeps the text when no call is returned);
+    held until that is known, kept when other text follows."""
 
 
 def spelled(text: str, spell: Mapping[str, str] | None) -> str:
@@ -204,9 +213,11 @@ def _transitions(config: EngineConfig, think: bool, tools: bool
 
 @functools.lru_cache(maxsize=64)
 def _table(config: EngineConfig, spell: tuple[tuple[str, str], ...], think: bool,
-           tools: bool) -> _Table:
+           tools: bool, hold_end: bool = False) -> _Table:
     mapping = dict(spell)
     transitions = _transitions(config, think, tools)
+    if hold_end and config.held_end:
+        transitions[(CONTENT, config.held_end)] = (CONTENT, HOLD)
     moves: dict[tuple[int, str], tuple[int, int]] = {}
     by_phase: dict[int, list[str]] = {p: [] for p in range(len(PHASES))}
     for (phase, terminal), move in transitions.items():
@@ -261,6 +272,8 @@ class _Run:
             self.content.append(piece)
             return
         combined = self.space + piece
+        if self.has(END_HELD) and combined.strip():
+            self.release_end()
         if not self.has(SPOKE):
             if not combined.strip() and len(combined) <= MAX_LEADING_SPACE:
                 self.space = combined  # whitespace alone: no content if a call follows
@@ -271,6 +284,27 @@ class _Run:
             body = combined[:len(combined) - MAX_SPACE]
         self.content.append(body)
         self.space = combined[len(body):]
+
+    def end_text(self) -> str:
+        assert self.table is not None
+        return spelled(self.config.terminals[self.config.held_end][0], self.table.spell)
+
+    def hold_end(self) -> None:
+        """``held_end`` in the content: held with the whitespace before it."""
+        if self.has(KEPT) or self.suppress:
+            self.content_text(self.end_text())
+            return
+        if self.has(END_HELD):
+            self.release_end()
+        self.set(SPOKE)
+        self.rspace, self.space = self.space, ""
+        self.set(END_HELD)
+
+    def release_end(self) -> None:
+        """The held ``held_end`` is content after all."""
+        self.content.append(self.rspace + self.end_text())
+        self.rspace = ""
+        self.set(END_HELD, False)
 
     def reasoning_text(self, piece: str) -> None:
         combined = self.rspace + piece
@@ -313,12 +347,17 @@ class _Run:
         self.set(OVERFLOW, False)
         if not accepted:
             self.set(GHOST)
+            if self.has(END_HELD):
+                self.release_end()
             if self.space and self.has(SPOKE):
                 self.content.append(self.space)  # no call returned: the text stays whole
                 self.space = ""
             return
         if self.has(SPOKE) and self.config.strip_content:
             self.space = ""
+        if self.has(END_HELD):  # dropped: a call follows
+            self.rspace = ""
+            self.set(END_HELD, False)
         self.tool = index + 1
         self.set(KEPT)
         self.deltas.append(ToolCallDelta(self.calls, name, ""))
@@ -412,21 +451,24 @@ def fix_object(values: dict[str, Any], properties: Mapping[str, Any]) -> dict[st
 def start(fmt: ToolFormat[Any], thinking: bool, mode: str = BOTH) -> EngineState:
     """Initial state: in reasoning when the config has reasoning, the machine reads it and
     thinking is on. The tool parser alone reads no think terminals (they are text: vLLM's
-    recordings 835-861); the reasoning parser alone no tool terminals."""
+    recordings 1300-1326); the reasoning parser alone no tool terminals; after another
+    family's reasoning parser only ``held_end``."""
     state: EngineState = fmt.start()
     config = CONFIGS[fmt.name]
-    reads = mode != TOOLS and bool(config.think_transitions)
+    reads = mode not in (TOOLS, FOREIGN) and bool(config.think_transitions)
     think = reads and (thinking or config.think_always)
     return type(state)(phase=REASONING if reads and thinking else CONTENT,
                        flags=(THINKING if think else 0)
-                       | (NO_TOOLS if mode == REASONING_ONLY else 0))
+                       | (NO_TOOLS if mode == REASONING_ONLY else 0)
+                       | (HOLDS_END if mode == FOREIGN and config.held_end else 0))
 
 
 def feed(config: EngineConfig, state: S, text: str, final: bool, context: ToolContext
          ) -> tuple[str, str, list[ToolCallDelta], S]:
     """Reasoning, content and tool-call deltas of new text; ``final`` settles what was held."""
     spell = tuple(sorted((context.spell or {}).items()))
-    table = _table(config, spell, bool(state.flags & THINKING), not state.flags & NO_TOOLS)
+    table = _table(config, spell, bool(state.flags & THINKING), not state.flags & NO_TOOLS,
+                   bool(state.flags & HOLDS_END))
     run = _Run(state, config, context)
     run.table = table
     buffer = state.held + text
@@ -479,6 +521,8 @@ def _move(run: _Run, table: _Table, terminal: str) -> None:
     run.phase = phase
     if events & TEXT:
         run.text(terminal)
+    if events & HOLD:
+        run.hold_end()
 
 
 def _finish(run: _Run) -> None:
@@ -488,6 +532,8 @@ def _finish(run: _Run) -> None:
         run.close_call()
     elif run.phase == ARGS:
         run.close_call()
+    if run.has(END_HELD):
+        run.release_end()
     run.rspace = ""  # reasoning loses its trailing whitespace
     if not run.has(KEPT) and run.space and (run.has(SPOKE) or not run.has(SLOT)):
         run.content.append(run.space)
@@ -506,12 +552,20 @@ class DsmlArgs:
 
     GAP, HEAD, VALUE, LONG = range(4)
     subs = 4
+    max_acc = MAX_VALUE
     HEAD_RE = re.compile(r'\s+name="([^"]+)"(?:\s+string="([^"]*)")?\s*>', re.DOTALL)
     """A parameter tag after ``param_start``: group 1 the key, group 2 the ``string`` flag."""
 
     def __init__(self, param_start: str, param_close: str,
-                 head: re.Pattern[str] = HEAD_RE) -> None:
+                 head: re.Pattern[str] = HEAD_RE, verbatim: bool = False,
+                 lookahead: bool = True) -> None:
         self.param_start, self.param_close, self._HEAD = param_start, param_close, head
+        self.verbatim = verbatim
+        """Every value is text (MiniMax M2: no ``string`` attribute, values verbatim); the key
+        is then the head pattern's first matching group, stripped."""
+        self.lookahead = lookahead
+        """A value also ends at ``param_start`` followed by whitespace and ``name=`` (DSML);
+        else at ``param_start`` itself (MiniMax M2, whose ``param_start`` ends in ``name=``)."""
 
     def terminals(self, spell: Callable[[str], str]) -> tuple[str, ...]:
         return spell(self.param_start), spell(self.param_close)
@@ -544,15 +598,24 @@ class DsmlArgs:
                 if match is None or len(head) > MAX_HEAD:  # no parameter: scan on in it
                     region, run.acc, run.sub = head + region[end + 1:], "", self.GAP
                     continue
-                run.key, run.acc, run.sub = match.group(1), "", self.VALUE
-                run.set(STRATTR, match.re.groups >= 2 and match.group(2) == "true")
+                if self.verbatim:
+                    key = next((g for g in match.groups() if g is not None), "").strip()
+                    if not key:  # no name: no parameter (vLLM skips it)
+                        region, run.acc, run.sub = head + region[end + 1:], "", self.GAP
+                        continue
+                    run.key = key
+                    run.set(STRATTR)
+                else:
+                    run.key = match.group(1)
+                    run.set(STRATTR, match.re.groups >= 2 and match.group(2) == "true")
+                run.acc, run.sub = "", self.VALUE
                 region = region[end + 1:]
             else:  # VALUE, LONG
-                found = _value_end(region, start, close)
+                found = _value_end(region, start, close, self.lookahead)
                 piece = region if found is None else region[:found[0]]
                 hold = 0
                 if found is None and not ended:
-                    hold = _value_pending(piece, start, close)
+                    hold = _value_pending(piece, start, close, self.lookahead)
                     piece = piece[:len(piece) - hold]
                 self._value(run, piece)
                 if found is None:
@@ -654,21 +717,25 @@ _NEXT_PARAM = re.compile(r"\s{1,8}name=")
 _LOOKAHEAD = 8 + len("name=")
 
 
-def _value_end(text: str, start: str, close: str) -> tuple[int, bool] | None:
+def _value_end(text: str, start: str, close: str, lookahead: bool = True
+               ) -> tuple[int, bool] | None:
     """The end of a DSML value: (position, True) of ``close``, or (position, False) of the
-    next parameter's ``start`` followed by whitespace (at most 8) and ``name=``."""
+    next parameter's ``start`` followed by whitespace (at most 8) and ``name=`` (without
+    ``lookahead``: ``start`` alone)."""
     found = text.find(close)
     at = text.find(start)
     while at >= 0 and (found < 0 or at < found):
-        if _NEXT_PARAM.match(text, at + len(start)):
+        if not lookahead or _NEXT_PARAM.match(text, at + len(start)):
             return at, False
         at = text.find(start, at + 1)
     return (found, True) if found >= 0 else None
 
 
-def _value_pending(text: str, start: str, close: str) -> int:
+def _value_pending(text: str, start: str, close: str, lookahead: bool = True) -> int:
     """How much of the end of a value may still become its end."""
     hold = pending_prefix(text, (start, close))
+    if not lookahead:
+        return hold
     at = text.rfind(start, max(0, len(text) - len(start) - _LOOKAHEAD))
     if at >= 0:
         tail = text[at + len(start):]
@@ -687,6 +754,7 @@ class GlmArgs:
 
     GAP, KEY, AFTER_KEY, VALUE, LONG = range(5)
     subs = 5
+    max_acc = MAX_VALUE
     TAGS = ("<arg_key>", "</arg_key>", "<arg_value>", "</arg_value>")
 
     def terminals(self, spell: Callable[[str], str]) -> tuple[str, ...]:
@@ -800,7 +868,7 @@ def encode(state: EngineState, w: Writer) -> None:
     w.uint(state.flags)
 
 
-def decoder(state_type: type[S], subs: int) -> Callable[[Reader], S]:
+def decoder(state_type: type[S], subs: int, max_acc: int = MAX_VALUE) -> Callable[[Reader], S]:
     def decode(r: Reader) -> S:
         bits = r.uint()
         held, acc, key = r.text(), r.text(), r.text()
@@ -809,7 +877,7 @@ def decoder(state_type: type[S], subs: int) -> Callable[[Reader], S]:
         calls, flags = r.uint(), r.uint()
         phase, sub = bits & 7, bits >> 3
         if (phase >= len(PHASES) or sub >= subs or flags >> FLAG_BITS
-                or len(held) > MAX_HELD or len(acc) > MAX_VALUE or len(key) > MAX_HEAD
+                or len(held) > MAX_HELD or len(acc) > max_acc or len(key) > MAX_HEAD
                 or len(space) > max(MAX_LEADING_SPACE, MAX_SPACE) or len(rspace) > MAX_SPACE
                 or len(wrap) > MAX_VALUE or space.strip() or rspace.strip()):
             raise ValueError("malformed parser engine state")
@@ -828,4 +896,4 @@ def make_format(config: EngineConfig, tag: int, state_type: type[S]) -> ToolForm
         return content, deltas, next_state
 
     return ToolFormat(config.name, tag, state_type, state_type, tool_feed, encode,
-                      decoder(state_type, config.args.subs))
+                      decoder(state_type, config.args.subs, config.args.max_acc))

@@ -78,6 +78,9 @@ class ReasoningFormat:
     off_starts_content: bool = False
     """``enable_thinking: false`` starts the output in content (the parser stays on: a late
     ``end`` is still dropped), whatever the prompt."""
+    content_prefix: str = ""
+    """Text the content starts with (``minimax_m2_append_think``: ``<think>``, the prompt's
+    opening, put back; no reasoning is read)."""
     swaps: bool = False
     """nemotron_v3: when the request forces content (``force_nonempty_content``, or thinking
     off) and the content is blank, reasoning and content change places."""
@@ -91,10 +94,16 @@ class ReasoningFormat:
     """Output starting with ``prefix`` (or only its ``rstrip``) is a block whose ``start`` was
     left out. The start state holds ``start`` + ``end`` (text that is never held otherwise)
     as the mark of the output's start until that is known."""
+    opens_once: bool = False
+    """minimax_m3: the first ``start`` in the content opens reasoning; once it ends no marker
+    is read; an ``end`` opening the output (not started in reasoning) is dropped
+    (``ReasoningState.stage``)."""
 
-    def markers(self, reasoning: bool) -> tuple[str, ...]:
+    def markers(self, reasoning: bool, stage: int = 0) -> tuple[str, ...]:
         if reasoning:
             return (self.start, self.end, *self.ends_implicitly, *self.removed)
+        if self.opens_once:
+            return (self.start,) if stage == BEFORE else ()
         return (((self.end,) if self.drops_late_end else ())
                 + ((self.start,) if self.reopens else ()) + self.removed)
 
@@ -121,10 +130,23 @@ FORMATS = {
     "kimi_k2": ReasoningFormat("kimi_k2", ends_implicitly=("<|tool_calls_section_begin|>",),
                                drops_late_end=True, honours_switch=True,
                                strips_trailing_space=True, switch=("thinking", "enable_thinking")),
+    # MiniMax M2's other reasoning parser: no reasoning, the content is "<think>" + output
+    # [775, 777, 779] (the tool parser then reads it: engine.EngineConfig.held_end)
+    "minimax_m2_append_think": ReasoningFormat("minimax_m2_append_think", starts_in_content=True,
+                                               content_prefix=THINK),
+    # MiniMax M3: <mm:think>…</mm:think> once, anywhere; "enabled" starts inside it
+    # (parsers.m3_thinking) [819, 825, 827, 829, 831, 833]
+    "minimax_m3": ReasoningFormat("minimax_m3", start="<mm:think>", end="</mm:think>",
+                                  starts_in_content=True, opens_once=True),
     "mistral": ReasoningFormat("mistral", ends_implicitly=("[TOOL_CALLS]",), drops_late_end=True,
                                start="[THINK]", end="[/THINK]", starts_in_content=True,
                                reopens=True, strips_trailing_space=True),
 }
+
+
+FRESH, BEFORE, AFTER = range(3)
+"""Stages of an ``opens_once`` format outside reasoning: at the output's start; before a
+reasoning block; after it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,6 +161,8 @@ class ReasoningState:
     places, or go out as they are once the content says something (or a bound is passed)."""
     kept: str = ""
     space: str = ""
+    stage: int = FRESH
+    """``opens_once`` formats: ``FRESH``, ``BEFORE`` or ``AFTER`` (outside reasoning)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,6 +192,8 @@ def start(fmt: ReasoningFormat, vocab: Vocabulary, prompt_ids: Sequence[int] | N
     off), for formats that swap."""
     if fmt.honours_switch and not thinking:
         return None
+    if fmt.content_prefix:  # held, so it leads the content (no markers are read)
+        return ReasoningState(False, fmt.content_prefix)
     swap = fmt.swaps and force_content
     if fmt.off_starts_content and not thinking:
         return ReasoningState(False, swap=swap)
@@ -176,6 +202,8 @@ def start(fmt: ReasoningFormat, vocab: Vocabulary, prompt_ids: Sequence[int] | N
     if fmt.prefix_opens:
         return ReasoningState(False, vocab.spelled(fmt.start) + vocab.spelled(fmt.end),
                               swap=swap)
+    if fmt.opens_once:
+        return ReasoningState(thinking)
     return ReasoningState(not fmt.starts_in_content, swap=swap)
 
 
@@ -213,7 +241,8 @@ def feed(fmt: ReasoningFormat, state: ReasoningState, text: str, final: bool,
         return ReasoningDelta(kept, space), after  # no swap: both go out as they are
     if final:  # vLLM's extract_reasoning: blank content, so reasoning becomes the content
         return ReasoningDelta(space, kept), after
-    return ReasoningDelta("", ""), ReasoningState(after.reasoning, after.held, True, kept, space)
+    return ReasoningDelta("", ""), ReasoningState(after.reasoning, after.held, True, kept, space,
+                                                  after.stage)
 
 
 def _split(fmt: ReasoningFormat, state: ReasoningState, text: str, final: bool,
@@ -224,6 +253,7 @@ def _split(fmt: ReasoningFormat, state: ReasoningState, text: str, final: bool,
     implicit = {spell[m] for m in fmt.ends_implicitly}
     buffer = state.held + text
     in_reasoning = state.reasoning
+    stage = state.stage
     reasoning: list[str] = []
     content: list[str] = []
     pos = 0
@@ -234,8 +264,15 @@ def _split(fmt: ReasoningFormat, state: ReasoningState, text: str, final: bool,
         if skip is None:
             return ReasoningDelta("", ""), ReasoningState(False, buffer)
         buffer = (start_think if skip else "") + rest
+    if fmt.opens_once and not in_reasoning and stage == FRESH:
+        if buffer.startswith(end_think):  # a stray closer opening the output is dropped
+            pos, stage = len(end_think), AFTER
+        elif end_think.startswith(buffer) and not final:
+            return ReasoningDelta("", ""), ReasoningState(False, buffer)
+        else:
+            stage = BEFORE
     while True:
-        markers = [spell[m] for m in fmt.markers(in_reasoning)]
+        markers = [spell[m] for m in fmt.markers(in_reasoning, stage)]
         found = earliest(buffer, markers, pos) if markers else None
         if found is None:
             break
@@ -243,11 +280,11 @@ def _split(fmt: ReasoningFormat, state: ReasoningState, text: str, final: bool,
         (reasoning if in_reasoning else content).append(buffer[pos:at])
         pos, was = at + len(marker), in_reasoning
         if in_reasoning and marker == end_think:
-            in_reasoning = False
+            in_reasoning, stage = False, AFTER
         elif in_reasoning and marker in implicit:
             in_reasoning = False
             content.append(marker)
-        elif not in_reasoning and fmt.reopens and marker == start_think:
+        elif not in_reasoning and (fmt.reopens or fmt.opens_once) and marker == start_think:
             in_reasoning = True
         if not in_reasoning and fmt.strips_trailing_space:
             _strip_end(reasoning)
@@ -257,7 +294,7 @@ def _split(fmt: ReasoningFormat, state: ReasoningState, text: str, final: bool,
                 return (ReasoningDelta("".join(reasoning), "".join(content)),
                         ReasoningState(was, buffer[at:]))
             pos += skip
-    markers = [spell[m] for m in fmt.markers(in_reasoning)]
+    markers = [spell[m] for m in fmt.markers(in_reasoning, stage)]
     hold = 0 if final else pending_prefix(buffer[pos:], markers)
     tail = buffer[pos:len(buffer) - hold]
     if in_reasoning and fmt.strips_trailing_space:
@@ -268,7 +305,7 @@ def _split(fmt: ReasoningFormat, state: ReasoningState, text: str, final: bool,
             hold, tail = len(buffer) - pos - len(kept), kept
     (reasoning if in_reasoning else content).append(tail)
     return (ReasoningDelta("".join(reasoning), "".join(content)),
-            ReasoningState(in_reasoning, buffer[len(buffer) - hold:]))
+            ReasoningState(in_reasoning, buffer[len(buffer) - hold:], stage=stage))
 
 
 def _strip_end(pieces: list[str]) -> None:
@@ -282,17 +319,18 @@ def _strip_end(pieces: list[str]) -> None:
 def encode(state: ReasoningState, w: Writer) -> None:
     """The state after its phase flag (written by the stream state)."""
     w.text(state.held)
-    w.uint(int(state.swap))
+    w.uint(int(state.swap) | state.stage << 1)
     if state.swap:
         w.text(state.kept)
         w.text(state.space)
 
 
 def decode(reasoning: bool, r: Reader) -> ReasoningState:
-    held, swap = r.text(), r.uint()
-    if swap > 1:
+    held, bits = r.text(), r.uint()
+    swap, stage = bits & 1, bits >> 1
+    if stage > AFTER:
         raise ValueError("malformed reasoning state")
     if not swap:
-        return ReasoningState(reasoning, held)
+        return ReasoningState(reasoning, held, stage=stage)
     kept, space = r.text(), r.text()
-    return ReasoningState(reasoning, held, True, kept, space)
+    return ReasoningState(reasoning, held, True, kept, space, stage)
