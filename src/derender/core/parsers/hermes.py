@@ -58,6 +58,9 @@ class HermesState(ToolState):
     """Content other than whitespace was emitted."""
     scan: ValueScan = field(default_factory=ValueScan)
     form: str = TAGGED
+    space: str = ""
+    """Whitespace before the ``<tool_call>`` being read (at most ``MAX_LEADING_SPACE``
+    characters): dropped with a call, content again if the call turns out unreadable."""
 
 
 def feed(state: HermesState, text: str, final: bool, forced_name: str | None = None,
@@ -72,7 +75,7 @@ def feed(state: HermesState, text: str, final: bool, forced_name: str | None = N
     open_tag, close_tag = tags
     buffer = state.held + text
     mode, calls, spoke, scanner = state.mode, state.calls, state.spoke, state.scan
-    form = state.form
+    form, space = state.form, state.space
     content: list[str] = []
     deltas: list[ToolCallDelta] = []
     held = ""
@@ -98,6 +101,8 @@ def feed(state: HermesState, text: str, final: bool, forced_name: str | None = N
             if leads_content(before, spoke):
                 content.append(before)
                 spoke = True
+            else:  # dropped with the call, unless it turns out unreadable
+                space = before
             mode, buffer = HEAD, buffer[found[0] + len(open_tag):]
         elif mode == LIST_HEAD and _LIST_END.match(buffer):
             mode, buffer = AFTER, ""
@@ -106,7 +111,7 @@ def feed(state: HermesState, text: str, final: bool, forced_name: str | None = N
             if match is not None and match.end() <= MAX_HEAD:
                 deltas.append(ToolCallDelta(calls, json.loads(f'"{match.group(1)}"'), ""))
                 calls += 1
-                mode, buffer, scanner = ARGS, buffer[match.end():], ValueScan()
+                mode, buffer, scanner, space = ARGS, buffer[match.end():], ValueScan(), ""
                 continue
             close = buffer.find(close_tag) if mode == HEAD else -1
             closed = 0 <= close < MAX_HEAD
@@ -119,12 +124,14 @@ def feed(state: HermesState, text: str, final: bool, forced_name: str | None = N
                 deltas.append(ToolCallDelta(calls, *flipped))
                 calls += 1
                 mode, buffer = AFTER, buffer[close + len(close_tag):] if closed else ""
+                space = ""
                 continue
             # Not a call we can read: its text (to its closing tag, or MAX_HEAD characters)
-            # comes back as content.
+            # comes back as content, with the whitespace before it (as vLLM returns the
+            # whole output then).
             cut = close + len(close_tag) if closed else min(len(buffer), MAX_HEAD)
-            content.append((open_tag if mode == HEAD else "[") + buffer[:cut])
-            spoke, mode, buffer = True, CONTENT, buffer[cut:]
+            content.append(space + (open_tag if mode == HEAD else "[") + buffer[:cut])
+            spoke, mode, buffer, space = True, CONTENT, buffer[cut:], ""
             if not buffer:
                 break
         elif mode == ARGS:
@@ -166,7 +173,7 @@ def feed(state: HermesState, text: str, final: bool, forced_name: str | None = N
             buffer = buffer[found[0] + len(marker):]
             mode = AFTER if mode == TAIL else HEAD
     return ("".join(content), merge(deltas),
-            HermesState(mode, held, calls, spoke, scanner, form))
+            HermesState(mode, held, calls, spoke, scanner, form, space))
 
 
 def _flipped_call(region: str) -> tuple[str, str] | None:
@@ -208,13 +215,15 @@ def _encode(state: HermesState, w: Writer) -> None:
     w.uint(state.spoke | scan_.started << 1 | scan_.in_string << 2 | scan_.escaped << 3
            | scan_.scalar << 4)
     w.uint(scan_.depth)
+    w.text(state.space)
 
 
 def _decode(r: Reader) -> HermesState:
     mode_form, held, calls, bits, depth = r.uint(), r.text(), r.uint(), r.uint(), r.uint()
+    space = r.text()
     return HermesState(MODES[mode_form & 15], held, calls, bool(bits & 1), ValueScan(
         started=bool(bits & 2), depth=depth, in_string=bool(bits & 4),
-        escaped=bool(bits & 8), scalar=bool(bits & 16)), FORMS[mode_form >> 4])
+        escaped=bool(bits & 8), scalar=bool(bits & 16)), FORMS[mode_form >> 4], space)
 
 
 FORMAT = ToolFormat("hermes", 0, HermesState, HermesState, _feed, _encode, _decode)
