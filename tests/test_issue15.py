@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from derender.core.parsers import hermes
+from derender.core.parsers import hermes, mistral
 from derender.core.parsers.tools import ToolContext
 from tests.conftest import FIXTURES, load_case, tokenizer
 from tests.tool_streams import feed_all, split
@@ -62,3 +62,37 @@ def test_hermes_whitespace_before_a_readable_call_is_still_dropped() -> None:
     text = ' \n<tool_call>{"name": "f", "arguments": {"a": 1}}</tool_call>'
     for content, calls in every_split(hermes.FORMAT, text, ToolContext()):
         assert (content, calls) == ("", [["f", '{"a": 1}']])
+
+
+# 3. mistral, older grammar: arguments written as a JSON string -------------------------------
+
+OLDER_SPELL = {"[TOOL_CALLS]": "\ue007", "[ARGS]": "[ARGS]"}  # [TOOL_CALLS] is one token
+
+
+@pytest.mark.parametrize("number", [1512, 1514, 1516])
+def test_mistral_older_string_arguments_are_the_strings_value(number: int) -> None:
+    # 1512: [{"name": "get_weather", "arguments": "{\"city\": \"Kyiv\"}"}]; 1514: one bare
+    # object; 1516: a string that is not JSON. vLLM returns the string's value as the
+    # arguments ('{"city": "Kyiv"}', 'city=Kyiv'), in both modes.
+    case = recorded(number)
+    text = output_text(case, 2).replace("[TOOL_CALLS]", OLDER_SPELL["[TOOL_CALLS]"])
+    want = [[c["function"]["name"], c["function"]["arguments"]]
+            for c in case["message"]["tool_calls"]]
+    assert case["message"]["content"] is None
+    for content, calls in every_split(mistral.FORMAT, text, ToolContext(spell=OLDER_SPELL)):
+        assert (content, calls) == ("", want)
+
+
+@pytest.mark.parametrize(("arguments", "value"), [
+    (r'"a\"b\\c\/\n\u00e9\ud83c\udf26 \u12"', 'a"b\\c/\n\u00e9\U0001f326 \\u12'),
+    ('""', ""),
+    (r'"x\q"', "x\\q"),
+])
+def test_mistral_older_string_arguments_decode_escapes_in_any_split(arguments: str,
+                                                                     value: str) -> None:
+    # JSON's string escapes (an escape split across chunks included; a surrogate pair is one
+    # character); an escape JSON does not have is kept as written.
+    text = '\ue007[{"name": "f", "arguments": ' + arguments + "}]"
+    for content, calls in every_split(mistral.FORMAT, text, ToolContext(spell=OLDER_SPELL)):
+        assert content == ""
+        assert calls == ([["f", value]] if value else [["f", ""]])

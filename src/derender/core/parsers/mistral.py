@@ -23,7 +23,9 @@ With a vocabulary that has ``[TOOL_CALLS]`` but not ``[ARGS]`` (tokenizers befor
 7B v0.3, Mixtral 8x22B, Nemo) vLLM reads the older grammar instead, a JSON list of
 ``{"name": …, "arguments": …}`` objects (or one bare object) after ``[TOOL_CALLS]``, without
 streaming the first JSON value after the marker. Here: an object whose head
-``{"name": "…", "arguments":`` is read within ``MAX_HEAD`` characters streams its arguments;
+``{"name": "…", "arguments":`` is read within ``MAX_HEAD`` characters streams its arguments
+(arguments written as a JSON string stream that string's value, as vLLM takes a string as
+the arguments' text);
 one with its keys in another order is read whole if it closes within ``MAX_HEAD``; listed
 values that are no calls are skipped; after the list (or the bare object) everything is
 dropped; text after the marker that is not JSON is content. Under ``tool_choice``
@@ -62,9 +64,11 @@ MAX_TRAILING_SPACE = 256
 """Whitespace at the end of non-JSON arguments held back to be dropped at their end."""
 
 CONTENT, NAME, ARGS_START, JSON, RAW, AFTER = range(6)
-LIST_START, LIST, OBJECT, LIST_ARGS, TAIL, DONE = range(6, 12)
+LIST_START, LIST, OBJECT, LIST_ARGS, TAIL, DONE, STRING_ARGS = range(6, 13)
 """Modes of the older grammar (tokenizers without ``[ARGS]``): ``[TOOL_CALLS]`` then a JSON
-list of ``{"name": …, "arguments": …}`` objects (or one bare object)."""
+list of ``{"name": …, "arguments": …}`` objects (or one bare object); ``STRING_ARGS``:
+arguments written as a JSON string, whose value (decoded) is the arguments, as vLLM reads
+them."""
 MAX_HEAD = 512
 """Characters of a listed object read before it must be known as a call."""
 _W = "[ \t\n\r]*"
@@ -179,6 +183,15 @@ def feed(state: MistralState, text: str, final: bool, context: ToolContext
                 add(call[1])
             mode = LIST if end is not None and listed else DONE
             buffer = buffer[end:] if end is not None else ""
+        elif mode == LIST_ARGS and not scanner.started and buffer.lstrip()[:1] == '"':
+            mode, buffer = STRING_ARGS, buffer.lstrip()[1:]
+        elif mode == STRING_ARGS:  # the string's value is the arguments
+            value, used, closed = _string_part(buffer, final)
+            add(value)
+            if not closed:
+                held = buffer[used:]
+                break
+            mode, buffer, scanner = TAIL, buffer[used:], ValueScan(started=True, depth=1)
         elif mode == LIST_ARGS:
             started = scanner.started
             end, scanner = scan(scanner, buffer)
@@ -286,7 +299,7 @@ def _encode(state: MistralState, w: Writer) -> None:
 
 def _decode(r: Reader) -> MistralState:
     mode, held, calls, bits, depth = r.uint(), r.text(), r.uint(), r.uint(), r.uint()
-    if mode > DONE or bits >> 7:
+    if mode > STRING_ARGS or bits >> 7:
         raise ValueError("malformed mistral state")
     return MistralState(mode, held, calls, bool(bits & 1), ValueScan(
         started=bool(bits & 2), depth=depth, in_string=bool(bits & 4), escaped=bool(bits & 8),
@@ -311,6 +324,50 @@ def _whole_call(region: str) -> tuple[str, str] | None:
     elif not isinstance(arguments, str):
         arguments = json.dumps(arguments, ensure_ascii=False)
     return (name if isinstance(name, str) else ""), arguments
+
+
+_STRING_RUN = re.compile(r'[^"\\]+')
+_ESCAPE = re.compile(r'\\(?:["\\/bfnrt]|u(?:[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}'
+                     r'|[0-9a-fA-F]{4}))')
+MAX_ESCAPE = 12
+"""Characters of an escape held until it is whole (``\\uD83C\\uDF26``: a surrogate pair)."""
+
+
+def _string_part(text: str, final: bool) -> tuple[str, int, bool]:
+    """The value of the beginning of a JSON string's body: (value, characters read,
+    whether its closing quote was read). An escape that may still grow waits (unless
+    ``final``); one that is not JSON is kept as written."""
+    out: list[str] = []
+    at = 0
+    while at < len(text):
+        run = _STRING_RUN.match(text, at)
+        if run is not None:
+            out.append(run.group())
+            at = run.end()
+            continue
+        if text[at] == '"':
+            return "".join(out), at + 1, True
+        tail = text[at:at + MAX_ESCAPE]
+        escape = _ESCAPE.match(tail)
+        pair_pending = (escape is not None and len(escape.group()) == 6
+                        and "\\ud800" <= escape.group().lower() < "\\udc00"
+                        and len(tail) < MAX_ESCAPE
+                        and (tail[6:] == "" or _could_escape(tail[6:])))
+        if not final and (pair_pending or (escape is None and len(tail) < 6
+                                           and _could_escape(tail))):
+            break
+        if escape is None:
+            out.append(text[at])
+            at += 1
+            continue
+        out.append(json.loads(f'"{escape.group()}"'))
+        at += len(escape.group())
+    return "".join(out), at, False
+
+
+def _could_escape(tail: str) -> bool:
+    """Whether ``tail`` (shorter than an escape) may still become one."""
+    return re.fullmatch(r'\\(?:u[0-9a-fA-F]{0,3})?', tail) is not None
 
 
 def older_grammar(has_token: Callable[[str], bool]) -> bool:
