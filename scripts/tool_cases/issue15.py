@@ -30,6 +30,7 @@ from typing import Any
 from record_tool_fixtures import NAMED, ROOT, TOOLS, Format, Server, encode_plain, render_prompt
 from record_tool_fixtures import Case as _Case
 from tokenizers import Tokenizer
+
 from tool_cases import mistral
 from tool_cases.issue13 import CONFIG
 
