@@ -147,6 +147,9 @@ STREAM_AS_MESSAGE = {
     "1503-i15-hermes-chat-stream-i15_cut_head_space-one": "1502-i15-hermes-chat-i15_cut_head_space",
     "1505-i15-hermes-chat-stream-i15_bad_then_call-small": "1504-i15-hermes-chat-i15_bad_then_call",
     "1545-i15-hermes-chat-stream-i15_named_no_call-small": "1544-i15-hermes-chat-i15_named_no_call",
+    # mistral streams send argument values as written; non-streaming types them by the
+    # tool's schema ("2" -> 2 for an integer)
+    "1507-i15-mistral-chat-stream-i15_typed-small": "1506-i15-mistral-chat-i15_typed",
     "1543-i15-qwen3_coder-chat-stream-i15_private_use_call-one":  # as 303
         "1542-i15-qwen3_coder-chat-i15_private_use_call",
 }

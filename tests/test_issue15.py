@@ -182,3 +182,45 @@ def test_pythonic_keeps_an_escaped_stand_in_and_escapes_a_surrogate_it_decodes()
     for content, calls in every_split(pythonic.FORMAT, text, ToolContext()):
         assert content == ""
         assert calls == [["f", '{"a": "x\ud800", "b": "\\ud800"}']]
+
+
+# 2. mistral: argument values typed by the tool's schema ---------------------------------------
+
+SPELL = {"[TOOL_CALLS]": "\ue007", "[ARGS]": "\ue008"}  # both single tokens (v11+ grammar)
+
+
+@pytest.mark.parametrize("number", [1506, 1508])
+def test_mistral_arguments_are_typed_by_the_schema(number: int) -> None:
+    # 1506: {"count": "2", "enabled": "true", "ratio": "450", "label": 42, "level": "3",
+    # "note": "null", "tags": "[\"a\"]", "meta": "{\"k\": 1}"} for set_config (integer,
+    # boolean, number, string, enum [1, 2, 3], string|null, array, object): vLLM answers
+    # {"count": 2, "enabled": true, "ratio": 450, "label": "42", "level": 3, "note": null,
+    # "tags": ["a"], "meta": {"k": 1}}; 1508: values no type reads (and a parameter the
+    # schema lacks) stay as written, the text unchanged. Ours, in every split, is that text.
+    case = recorded(number)
+    text = output_text(case, 2)
+    for marker, spelled in SPELL.items():
+        text = text.replace(marker, spelled)
+    want = [[c["function"]["name"], c["function"]["arguments"]]
+            for c in case["message"]["tool_calls"]]
+    context = ToolContext(spell=SPELL, tools=case["request"]["tools"])
+    for content, calls in every_split(mistral.FORMAT, text, context):
+        assert (content, calls) == ("", want)
+
+
+def test_mistral_typing_is_bounded() -> None:
+    # Arguments longer than MAX_TYPED stream as written, untyped (README); the state stays
+    # small whatever the split.
+    tools = recorded(1506)["request"]["tools"]
+    long = '{"label": "' + "x" * mistral.MAX_TYPED + '", "count": "2"}'
+    text = "\ue007set_config\ue008" + long
+    context = ToolContext(spell=SPELL, tools=tools)
+    for content, calls in every_split(mistral.FORMAT, text, context):
+        assert (content, calls) == ("", [["set_config", long]])
+    short = '{"label": "x", "count": "2"}'
+    assert feed_all(mistral.FORMAT, ["\ue007set_config\ue008" + short, ""], context)[1] == [
+        ["set_config", '{"label": "x", "count": 2}']]
+
+    def small(state: Any) -> None:
+        assert len(state.typed) <= mistral.MAX_TYPED
+    feed_all(mistral.FORMAT, [*split(text, 7), ""], context, check=small)

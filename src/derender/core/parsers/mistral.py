@@ -17,7 +17,11 @@ serves both modes alike (design §6) the way vLLM's non-streaming answer reads t
   has arguments;
 - arguments starting with ``{`` or ``[`` stream as written up to the end of that JSON value
   (``json_value.scan``), and what follows up to the next ``[TOOL_CALLS]`` is dropped; other
-  arguments stream as written, their trailing whitespace dropped; none at all are ``{}``.
+  arguments stream as written, their trailing whitespace dropped; none at all are ``{}``;
+- the values of JSON arguments are typed by the tool's schema as vLLM types them without
+  streaming (``fix_types``, its ``_fix_arg_types``): arguments of a tool whose schema has
+  properties are held until they end (at most ``MAX_TYPED`` characters; longer ones stream
+  as written, untyped). The older grammar's arguments are not typed (nor are they by vLLM).
 
 With a vocabulary that has ``[TOOL_CALLS]`` but not ``[ARGS]`` (tokenizers before v11: Mistral
 7B v0.3, Mixtral 8x22B, Nemo) vLLM reads the older grammar instead, a JSON list of
@@ -32,7 +36,8 @@ dropped; text after the marker that is not JSON is content. Under ``tool_choice`
 "required" or a named function the unmarked list (the JSON-schema output) is read too.
 
 State: the mode, a short holdback (leading whitespace, the name, trailing whitespace, an object
-head), the call counter, the spoke, nameless and listed flags and the JSON scanner.
+head), the call counter, the spoke, nameless and listed flags, the JSON scanner, the typed
+tool's index and the arguments held to be typed.
 """
 
 from __future__ import annotations
@@ -47,6 +52,7 @@ from typing import Any
 from derender.core.markers import earliest, pending_prefix
 from derender.core.parsers.json_value import STRING_PATTERN, ValueScan, scan
 from derender.core.parsers.llama3_json import _could_be_head
+from derender.core.parsers.qwen3_coder import coerce, types_mask
 from derender.core.parsers.tools import (
     MAX_LEADING_SPACE,
     ToolCallDelta,
@@ -61,6 +67,9 @@ TOOL_CALLS, ARGS = "[TOOL_CALLS]", "[ARGS]"
 MAX_NAME = 512
 """Characters of a name held before it is sent as it stands (the rest is arguments)."""
 MAX_TRAILING_SPACE = 256
+MAX_TYPED = 1024
+"""Characters of JSON arguments held to be typed by the tool's schema when they end (as vLLM
+types them without streaming); longer arguments stream as written, untyped."""
 """Whitespace at the end of non-JSON arguments held back to be dropped at their end."""
 
 CONTENT, NAME, ARGS_START, JSON, RAW, AFTER = range(6)
@@ -94,6 +103,11 @@ class MistralState(ToolState):
     only once it has arguments."""
     listed: bool = False
     """Older grammar: the calls are a JSON list (else one bare object)."""
+    tool: int = 0
+    """1 + the index in the request's ``tools`` of the open call's function when its schema
+    has properties (its JSON arguments are then typed), else 0."""
+    typed: str = ""
+    """JSON arguments held until they end, to be typed (at most ``MAX_TYPED``)."""
 
 
 def feed(state: MistralState, text: str, final: bool, context: ToolContext
@@ -105,16 +119,33 @@ def feed(state: MistralState, text: str, final: bool, context: ToolContext
     buffer = state.held + text
     mode, calls, spoke, scanner = state.mode, state.calls, state.spoke, state.scan
     nameless, listed = state.nameless, state.listed
+    tool, typed = state.tool, state.typed
     content: list[str] = []
     deltas: list[ToolCallDelta] = []
     held = ""
 
     def start_call(name: str, arguments: str) -> None:
-        nonlocal calls, nameless
+        nonlocal calls, nameless, tool
         nameless = not name
+        tool = 0 if older else _typed_tool(context.tools, name)
         if not nameless:
             deltas.append(ToolCallDelta(calls, name, arguments))
             calls += 1
+
+    def add_json(piece: str, ended: bool) -> None:
+        """JSON arguments: held while they may be typed, else as written."""
+        nonlocal typed, tool
+        if not tool:
+            add(piece)
+            return
+        typed += piece
+        if len(typed) > MAX_TYPED:  # too long to hold, whatever the split: as written
+            add(typed)
+        elif ended:
+            add(fix_types(typed, context.tools[tool - 1]))
+        else:
+            return
+        typed, tool = "", 0
 
     def add(arguments: str, written: bool = True) -> None:
         nonlocal calls, nameless
@@ -246,10 +277,14 @@ def feed(state: MistralState, text: str, final: bool, context: ToolContext
             if mode == JSON:
                 end, scanner = scan(scanner, region)
                 if end is not None:
-                    add(region[:end])
+                    add_json(region[:end], True)
                     mode, buffer, scanner = AFTER, buffer[end:], ValueScan()
                     continue
-                piece = region
+                add_json(region, False)
+                if at >= 0 or final:  # the arguments never closed: as written
+                    add(typed)
+                    typed, tool = "", 0
+                piece = ""
             elif at >= 0 or final:
                 piece = region.rstrip()
             else:
@@ -272,7 +307,7 @@ def feed(state: MistralState, text: str, final: bool, context: ToolContext
                 break
             mode, buffer = NAME, buffer[found[0] + len(tc):]
     return ("".join(content), merge(deltas),
-            MistralState(mode, held, calls, spoke, scanner, nameless, listed))
+            MistralState(mode, held, calls, spoke, scanner, nameless, listed, tool, typed))
 
 
 def call_id(request_id: str, choice_index: int, call_index: int) -> str:
@@ -295,15 +330,18 @@ def _encode(state: MistralState, w: Writer) -> None:
     w.uint(state.spoke | scan_.started << 1 | scan_.in_string << 2 | scan_.escaped << 3
            | scan_.scalar << 4 | state.nameless << 5 | state.listed << 6)
     w.uint(scan_.depth)
+    w.uint(state.tool)
+    w.text(state.typed)
 
 
 def _decode(r: Reader) -> MistralState:
     mode, held, calls, bits, depth = r.uint(), r.text(), r.uint(), r.uint(), r.uint()
+    tool, typed = r.uint(), r.text()
     if mode > STRING_ARGS or bits >> 7:
         raise ValueError("malformed mistral state")
     return MistralState(mode, held, calls, bool(bits & 1), ValueScan(
         started=bool(bits & 2), depth=depth, in_string=bool(bits & 4), escaped=bool(bits & 8),
-        scalar=bool(bits & 16)), bool(bits & 32), bool(bits & 64))
+        scalar=bool(bits & 16)), bool(bits & 32), bool(bits & 64), tool, typed)
 
 
 FORMAT = ToolFormat("mistral", 24, MistralState, MistralState, feed, _encode, _decode)
@@ -368,6 +406,72 @@ def _string_part(text: str, final: bool) -> tuple[str, int, bool]:
 def _could_escape(tail: str) -> bool:
     """Whether ``tail`` (shorter than an escape) may still become one."""
     return re.fullmatch(r'\\(?:u[0-9a-fA-F]{0,3})?', tail) is not None
+
+
+def _typed_tool(tools: Any, name: str) -> int:
+    """1 + the index of the first tool named ``name`` if its schema has properties, else 0
+    (vLLM's ``find_tool_properties``)."""
+    for index, tool in enumerate(tools):
+        spec = tool.get("function") if isinstance(tool, dict) else None
+        if not isinstance(spec, dict) or spec.get("name") != name:
+            continue
+        parameters = spec.get("parameters")
+        properties = parameters.get("properties") if isinstance(parameters, dict) else None
+        return index + 1 if isinstance(properties, dict) and properties else 0
+    return 0
+
+
+def fix_types(arguments: str, tool: Any) -> str:
+    """vLLM's ``_fix_arg_types``: the arguments' values typed by the tool's schema (JSON
+    written anew when one changed, else the text as it stands)."""
+    try:
+        args = json.loads(arguments)
+    except ValueError:
+        return arguments
+    if not isinstance(args, dict):
+        return arguments
+    if not _coerce_dict(args, tool["function"]["parameters"]["properties"]):
+        return arguments
+    return json.dumps(args, ensure_ascii=False)
+
+
+def _coerce_dict(args: dict[str, Any], properties: dict[str, Any]) -> bool:
+    changed = False
+    for key, value in args.items():
+        schema = properties.get(key)
+        if not isinstance(schema, dict):
+            continue
+        coerced, value_changed = _coerce_value(value, schema)
+        if value_changed:
+            args[key] = coerced
+            changed = True
+    return changed
+
+
+def _coerce_value(value: Any, schema: dict[str, Any]) -> tuple[Any, bool]:
+    """vLLM's ``ParserEngine._coerce_value``."""
+    if isinstance(value, str):
+        coerced = coerce(value, types_mask(schema))
+        return coerced, coerced is not value
+    if isinstance(value, dict):
+        nested = schema.get("properties")
+        if isinstance(nested, dict):
+            return value, _coerce_dict(value, nested)
+        return value, False
+    if isinstance(value, list):
+        items = schema.get("items")
+        changed = False
+        if isinstance(items, dict):
+            for i, item in enumerate(value):
+                coerced, item_changed = _coerce_value(item, items)
+                if item_changed:
+                    value[i] = coerced
+                    changed = True
+        return value, changed
+    coerced = coerce(json.dumps(value, ensure_ascii=False), types_mask(schema))
+    if type(coerced) is not type(value) or coerced != value:
+        return coerced, True
+    return value, False
 
 
 def older_grammar(has_token: Callable[[str], bool]) -> bool:

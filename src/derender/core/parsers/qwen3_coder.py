@@ -437,14 +437,19 @@ def _param_types(tools: Sequence[Any], function: str, param: str) -> int:
         schema = properties.get(param)
         if not isinstance(schema, dict):
             return STRING
-        mask = 0
-        for name in schema_types(schema):
-            key = name.strip().lower()
-            key = _ALIASES.get(key, key)
-            if key in TYPES:
-                mask |= 1 << TYPES.index(key)
-        return mask
+        return types_mask(schema)
     return STRING
+
+
+def types_mask(schema: dict[str, Any]) -> int:
+    """The types of a parameter's schema, as a bit set over TYPES (aliases as vLLM's)."""
+    mask = 0
+    for name in schema_types(schema):
+        key = name.strip().lower()
+        key = _ALIASES.get(key, key)
+        if key in TYPES:
+            mask |= 1 << TYPES.index(key)
+    return mask
 
 
 def schema_types(schema: Any) -> list[str]:
