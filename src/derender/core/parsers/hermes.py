@@ -58,9 +58,6 @@ class HermesState(ToolState):
     """Content other than whitespace was emitted."""
     scan: ValueScan = field(default_factory=ValueScan)
     form: str = TAGGED
-    space: str = ""
-    """Whitespace before the ``<tool_call>`` being read (at most ``MAX_LEADING_SPACE``
-    characters): dropped with a call, content again if the call turns out unreadable."""
 
 
 def feed(state: HermesState, text: str, final: bool, forced_name: str | None = None,
@@ -75,7 +72,12 @@ def feed(state: HermesState, text: str, final: bool, forced_name: str | None = N
     open_tag, close_tag = tags
     buffer = state.held + text
     mode, calls, spoke, scanner = state.mode, state.calls, state.spoke, state.scan
-    form, space = state.form, state.space
+    form = state.form
+    space = ""
+    """Whitespace before the ``<tool_call>`` being read (at most ``MAX_LEADING_SPACE``
+    characters): dropped with a call, content if the call turns out unreadable. While the
+    head waits for more text, the whitespace and the tag are held with it in CONTENT mode
+    (read again with the next text)."""
     content: list[str] = []
     deltas: list[ToolCallDelta] = []
     held = ""
@@ -172,8 +174,10 @@ def feed(state: HermesState, text: str, final: bool, forced_name: str | None = N
                 break
             buffer = buffer[found[0] + len(marker):]
             mode = AFTER if mode == TAIL else HEAD
+    if mode == HEAD and space:  # the head waits: read again from the whitespace before it
+        mode, held = CONTENT, space + open_tag + held
     return ("".join(content), merge(deltas),
-            HermesState(mode, held, calls, spoke, scanner, form, space))
+            HermesState(mode, held, calls, spoke, scanner, form))
 
 
 def _flipped_call(region: str) -> tuple[str, str] | None:
@@ -215,15 +219,13 @@ def _encode(state: HermesState, w: Writer) -> None:
     w.uint(state.spoke | scan_.started << 1 | scan_.in_string << 2 | scan_.escaped << 3
            | scan_.scalar << 4)
     w.uint(scan_.depth)
-    w.text(state.space)
 
 
 def _decode(r: Reader) -> HermesState:
     mode_form, held, calls, bits, depth = r.uint(), r.text(), r.uint(), r.uint(), r.uint()
-    space = r.text()
     return HermesState(MODES[mode_form & 15], held, calls, bool(bits & 1), ValueScan(
         started=bool(bits & 2), depth=depth, in_string=bool(bits & 4),
-        escaped=bool(bits & 8), scalar=bool(bits & 16)), FORMS[mode_form >> 4], space)
+        escaped=bool(bits & 8), scalar=bool(bits & 16)), FORMS[mode_form >> 4])
 
 
 FORMAT = ToolFormat("hermes", 0, HermesState, HermesState, _feed, _encode, _decode)
