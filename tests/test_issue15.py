@@ -13,11 +13,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from derender.core import parsers
 from derender.core.detokenizer import DecodeWindow, detokenize
 from derender.core.parsers import hermes, mistral
 from derender.core.parsers.tools import ToolContext
 from derender.core.registry import load_vocabulary
 from derender.core.vocab import MARKUP, RESTORE_MARKUP
+from derender.protocol import ChatRequest
 from tests.conftest import FIXTURES, load_case, model_folder, tokenizer
 from tests.test_parser_properties import PROPS
 from tests.tool_streams import feed_all, run_both, split
@@ -32,7 +34,8 @@ def recorded(number: int) -> dict[str, Any]:
     call = case["calls"][0]
     ids = call["request"]["generate_response"]["choices"][0]["token_ids"]
     return {"model": case["model"], "ids": ids, "request": call["request"]["chat_request"],
-            "message": call["response"]["choices"][0]["message"]}
+            "message": call["response"]["choices"][0]["message"],
+            "flags": case["server_flags"]}
 
 
 def output_text(case: dict[str, Any], eos: int) -> str:
@@ -224,3 +227,45 @@ def test_mistral_typing_is_bounded() -> None:
     def small(state: Any) -> None:
         assert len(state.typed) <= mistral.MAX_TYPED
     feed_all(mistral.FORMAT, [*split(text, 7), ""], context, check=small)
+
+
+# 4. calls in a request without tools, or under tool_choice "none" -----------------------------
+
+OPENERS = ("<tool_call>", "[TOOL_CALLS]", '{"name"', "[get_weather(", "<｜tool▁calls▁begin｜>")
+"""How each format's calls begin in these outputs: still in vLLM's content = not parsed."""
+
+
+@pytest.mark.parametrize("number", [
+    # no tools: hermes, qwen3_coder, mistral, mistral (older), llama3_json, pythonic,
+    # deepseek_v3, deepseek_v31
+    1518, 1524, 1530, 1534, 1546, 1548, 1550, 1552,
+    # tool_choice "none", the same formats
+    1522, 1528, 252, 275, 136, 158, 208, 1554])
+def test_calls_parsed_without_tools_or_under_none_as_vllm(number: int) -> None:
+    """Whether the format reads calls (and drops them, markup and all) is what vLLM's answer
+    shows: its content still holds the calls' markup exactly when they were not parsed. The
+    calls are never returned. (gpt-oss: 326/327, replayed by test_conformance.)"""
+    case = recorded(number)
+    flags = dict(zip(case["flags"], [*case["flags"][1:], None], strict=True))
+    tool_parser = flags["--tool-call-parser"]
+    folder = {"deepseek-v3": "deepseek-v4"}.get(case["model"], case["model"])
+    vocab = load_vocabulary(model_folder(folder))
+    request = ChatRequest.model_validate(case["request"])
+    settings = parsers.parser_settings(flags.get("--reasoning-parser"), tool_parser, request,
+                                       vocab)
+    content = case["message"]["content"] or ""
+    parsed_by_vllm = not any(opener in content for opener in OPENERS)
+    assert settings.tools == parsed_by_vllm
+    assert not settings.keep_calls
+    assert (tool_parser in parsers.PARSED_WITHOUT_TOOLS) == parsed_by_vllm or request.tools
+
+
+def test_empty_tools_are_refused_as_vllm_refuses_them(qwen: Any) -> None:
+    # 1520 (and 1526, 1532, 1536, 1556): "`tools` must not be an empty array…", 400, before
+    # any parsing, for every format.
+    case = load_case(next(FIXTURES.glob("1520-*.json")))
+    call = case["calls"][0]
+    response = qwen.post("/v1/chat/completions/derender", content=json.dumps(call["request"]),
+                         headers={"content-type": "application/json"})
+    assert response.status_code == call["status"] == 400
+    assert response.json()["error"]["message"] == call["response"]["error"]["message"]

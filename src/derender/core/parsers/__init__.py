@@ -50,7 +50,13 @@ OTHER_FORMAT = "stream_state holds the tool-call state of another format than th
 
 PARSED_UNDER_NONE = frozenset({"mistral", "qwen3_coder"})
 """Formats whose calls vLLM still parses under ``tool_choice`` "none", dropping them with
-their markup (the others leave the output as content)."""
+their markup (the others leave the output as content; mistral's older grammar too)."""
+PARSED_WITHOUT_TOOLS = frozenset({"mistral", "qwen3_coder"})
+"""Formats whose calls vLLM 0.33 still parses in a request without ``tools``, dropping them
+with their markup, the text around them read as when calls are returned (qwen3_coder: case
+1524; mistral, both grammars: 1530, 1534). The others leave the output as content (hermes
+1518, llama3_json 1546, pythonic 1548, deepseek_v3 1550, deepseek_v31 1552, openai 327).
+``"tools": []`` is refused before any parsing (1520)."""
 
 HARMONY_REASONING, HARMONY_TOOLS = "openai_gptoss", "openai"
 """vLLM's names for the Harmony parsers (gpt-oss models only; the reasoning one is their
@@ -85,6 +91,9 @@ class ParserSettings:
     harmony: bool = False
     """A gpt-oss model: the output is Harmony, parsed from token ids (``tool_format``
     "openai" when function messages are tool calls)."""
+    unrequested: bool = False
+    """Calls are parsed though the request has no ``tools`` (``PARSED_WITHOUT_TOOLS``): the
+    format reads the text as when calls are returned, and the calls are dropped."""
 
     @property
     def spelling(self) -> dict[str, str]:
@@ -97,7 +106,7 @@ class ParserSettings:
 
     def tool_context(self) -> ToolContext:
         return ToolContext(self.forced_name, self.forced and not self.named, self.spelling,
-                           self.request_tools, self.keep_calls)
+                           self.request_tools, self.keep_calls or self.unrequested)
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,13 +149,14 @@ def parser_settings(reasoning_parser: str | None, tool_parser: str | None,
     under_none = tool_parser in PARSED_UNDER_NONE and not (
         tool_parser == "mistral"
         and mistral.older_grammar(lambda m: vocab.token_id(m) is not None))
-    tools = (tool_parser is not None and bool(request.tools)
-             and (choice != "none" or under_none))
-    keep = forced or (choice == "auto" and tools)
+    unrequested = not request.tools and tool_parser in PARSED_WITHOUT_TOOLS
+    tools = unrequested or (tool_parser is not None and bool(request.tools)
+                            and (choice != "none" or under_none))
+    keep = forced or (choice == "auto" and tools and not unrequested)
     return ParserSettings(
         reasoning=reasoning.FORMATS[reasoning_parser] if reasoning_parser else None,
         thinking=template_thinking(request), tool_format=tool_parser if tools else None,
-        keep_calls=keep, forced=forced,
+        keep_calls=keep, unrequested=unrequested, forced=forced,
         named=named, forced_name=(choice.get("function") or {}).get("name") if named else None,
         parallel=request.parallel_tool_calls is not False,
         include_reasoning=request.include_reasoning,
