@@ -200,7 +200,20 @@ def test_mistral_stream_folds_to_message(both: Any, data: st.DataObject) -> None
     calls = expected["message"].get("tool_calls") or []
     assert all(len(c["id"]) == 9 and c["id"].isalnum() for c in calls)
     if clean:
-        check_written(expected, written, request)
+        check_written(expected, [(name, typed_as_string(args)) for name, args in written],
+                      request)
+
+
+def typed_as_string(arguments: Any) -> Any:
+    """The arguments as vLLM 0.33 types them for TOOLS' one parameter ``q`` (type string;
+    fixture 1506, ``ParserEngine._coerce_value``): a number, boolean or null written for it
+    becomes its JSON text, a string; strings, objects and lists stay."""
+    if not isinstance(arguments, dict) or "q" not in arguments:
+        return arguments
+    value = arguments["q"]
+    if isinstance(value, str | dict | list):
+        return arguments
+    return {**arguments, "q": json.dumps(value)}
 
 
 # --------------------------------------------------------------------------- the older grammar

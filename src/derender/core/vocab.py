@@ -31,6 +31,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, cast
@@ -67,8 +68,24 @@ not the same characters spelled by ordinary tokens (a model writing about ``<too
 tags; GLM-4.5/4.7 have ``<arg_key>``…``</arg_value>`` as single tokens; MiniMax M3 the namespace
 ``]<]minimax[>[`` prefixing its tags and ``<mm:think>``/``</mm:think>``. New markers go last
 (a marker's stand-in is its index)."""
-RESTORE_MARKUP = {0xE000 + i: marker for i, marker in enumerate(MARKUP)}
-"""``str.translate`` table turning marker stand-ins back into the markers' text."""
+STAND_IN = 0xE000
+"""The marked vocabulary decodes marker ``MARKUP[i]``'s token to the private-use character
+``STAND_IN + i``."""
+LITERAL = 0xD800
+"""The marked vocabulary decodes a literal ``STAND_IN + i`` of the model's text (written by
+ordinary tokens) to ``LITERAL + i``, a lone surrogate: no tokenizer decodes to one (the text
+of a decoder is valid UTF-8), so it stands for that character alone, one character for one,
+and no marker ever reads as model text or model text as a marker."""
+ESCAPE_LITERALS = {STAND_IN + i: LITERAL + i for i in range(len(MARKUP))}
+"""``str.translate`` table escaping the stand-in characters of model text."""
+RESTORE_MARKUP: dict[int, str | int] = {
+    **{STAND_IN + i: marker for i, marker in enumerate(MARKUP)},
+    **{LITERAL + i: STAND_IN + i for i in range(len(MARKUP))}}
+"""``str.translate`` table turning text decoded with the marked vocabulary back into the
+model's text: stand-ins into the markers' text, escaped literals into what was written."""
+_STAND_INS = re.compile(f"[{chr(STAND_IN)}-{chr(STAND_IN + len(MARKUP) - 1)}]")
+_PLACEHOLDER = "\ue0ff"
+"""What a marker's token decodes to in ``_MarkedJoin``'s second decode (no stand-in)."""
 
 # Decoders whose output for a valid-UTF-8 run of pieces is the concatenation of the pieces'
 # texts apart from the very first piece (Strip/Metaspace drop one leading space there). The
@@ -188,6 +205,43 @@ class _AddedJoin:
         return " ".join(parts)
 
 
+class _MarkedJoin:
+    """The join of the marked vocabulary: the tokenizer's, where a marker's piece is its
+    stand-in and a stand-in character of the model's own text is escaped (``LITERAL``).
+
+    A stand-in in the joined text is a marker's where the same pieces joined with every
+    marker piece replaced by ``_PLACEHOLDER`` have the placeholder: both pieces are one
+    character that every decoder here passes alike (no byte-alphabet character, no space,
+    no byte token), so the two texts match character for character, and a literal stand-in
+    is the same character in both."""
+
+    def __init__(self, inner: Joiner | None, stand_ins: frozenset[str]) -> None:
+        self._inner = inner
+        self._stand_ins = stand_ins
+
+    def _join(self, tokens: list[str]) -> str:
+        if self._inner is None:  # what ``tokenizers`` does without a decoder
+            return " ".join(tokens)
+        return str(self._inner.decode(tokens))
+
+    def decode(self, tokens: list[str]) -> str:
+        text = self._join(tokens)
+        if _STAND_INS.search(text) is None:
+            return text
+        stand_ins = self._stand_ins
+        if not any(token in stand_ins for token in tokens):
+            return text.translate(ESCAPE_LITERALS)
+        plain = self._join([_PLACEHOLDER if token in stand_ins else token for token in tokens])
+        if len(plain) != len(text):  # not expected with these decoders: all markers
+            return text
+        out = list(text)
+        for match in _STAND_INS.finditer(text):
+            at = match.start()
+            if plain[at] != _PLACEHOLDER:
+                out[at] = chr(LITERAL + ord(text[at]) - STAND_IN)
+        return "".join(out)
+
+
 def _decoder(spec: Any) -> Decoder | None:
     """The tokenizer's decoder alone, built through a tokenizer that has nothing else."""
     if spec is None:
@@ -242,19 +296,23 @@ class Vocabulary:
     @functools.cached_property
     def marked(self) -> Vocabulary:
         """This vocabulary with each single-token marker decoding to a private-use stand-in
-        (U+E000 + its index in ``MARKUP``), for the parser path."""
+        (``STAND_IN`` + its index in ``MARKUP``), for the parser path; a stand-in character
+        the model wrote decodes escaped (``LITERAL``), so ``RESTORE_MARKUP`` gives it back."""
         pieces = list(self.pieces)
+        stand_ins = set()
         for index, marker in enumerate(MARKUP):
             token = self.token_id(marker)
             if token is not None:
-                pieces[token] = chr(0xE000 + index)
-        return dataclasses.replace(self, pieces=pieces)
+                pieces[token] = chr(STAND_IN + index)
+                stand_ins.add(pieces[token])
+        return dataclasses.replace(self, pieces=pieces,
+                                   decoder=_MarkedJoin(self.decoder, frozenset(stand_ins)))
 
     def spelled(self, marker: str) -> str:
         """How ``marker`` appears in text decoded with ``marked``."""
         if self.token_id(marker) is None:
             return marker
-        return chr(0xE000 + MARKUP.index(marker))
+        return chr(STAND_IN + MARKUP.index(marker))
 
     @property
     def size(self) -> int:

@@ -62,11 +62,14 @@ OTHER_FORMAT = "stream_state holds the tool-call state of another format than th
 
 PARSED_UNDER_NONE = frozenset({"mistral", "qwen3_coder", "mimo", "seed_oss", "kimi_k2", "gemma4"})
 """Formats whose calls vLLM still parses under ``tool_choice`` "none", dropping them with
-their markup (the others leave the output as content)."""
-PARSED_WITHOUT_TOOLS = frozenset({"qwen3_coder", "mimo", "seed_oss"})
-"""Formats vLLM runs when the request has no ``tools`` (its ``tool_choice`` is then "none" and
-nothing suppresses the calls): calls are read as usual, content stripped as with calls kept,
-and then the calls are dropped [895, 951, 1009]."""
+their markup (the others leave the output as content; mistral's older grammar too)."""
+PARSED_WITHOUT_TOOLS = frozenset({"mistral", "qwen3_coder", "mimo", "seed_oss"})
+"""Formats whose calls vLLM 0.33 still parses in a request without ``tools`` (its
+``tool_choice`` is then "none" and nothing suppresses the calls), dropping them with their
+markup, the text around them read as when calls are returned (qwen3_coder: 1524; mistral, both
+grammars: 1530, 1534; mimo, seed_oss: 951, 1009; step3p5 is qwen3_coder: 895). hermes (1518),
+llama3_json (1546), pythonic (1548), deepseek_v3 (1550), deepseek_v31 (1552) and openai (327)
+leave the output as content. ``"tools": []`` is refused before any parsing (1520)."""
 DROPPED_WITHOUT_TOOLS = frozenset({"kimi_k2", "gemma4"})
 """Formats whose calls vLLM reads and drops when the request has no ``tools``, the content
 read as with calls not kept (docs/recording-issue14.md, 1113, 1195)."""
@@ -242,7 +245,7 @@ def parser_settings(reasoning_parser: str | None, tool_parser: str | None,
              and (choice != "none" or under_none))
     as_called = tool_parser in PARSED_WITHOUT_TOOLS and not request.tools
     tools = tools or as_called
-    keep = forced or (choice == "auto" and tools and (bool(request.tools) or as_called))
+    keep = forced or (choice == "auto" and tools and bool(request.tools))
     own = ENGINE_REASONING.get(reasoning_parser or "")
     mode = engine_mode(reasoning_parser, tool_parser)
     if tool_parser in UNPARSED_WITHOUT_CALLS:

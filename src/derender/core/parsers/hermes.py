@@ -73,6 +73,11 @@ def feed(state: HermesState, text: str, final: bool, forced_name: str | None = N
     buffer = state.held + text
     mode, calls, spoke, scanner = state.mode, state.calls, state.spoke, state.scan
     form = state.form
+    space = ""
+    """Whitespace before the ``<tool_call>`` being read (at most ``MAX_LEADING_SPACE``
+    characters): dropped with a call, content if the call turns out unreadable. While the
+    head waits for more text, the whitespace and the tag are held with it in CONTENT mode
+    (read again with the next text)."""
     content: list[str] = []
     deltas: list[ToolCallDelta] = []
     held = ""
@@ -98,6 +103,8 @@ def feed(state: HermesState, text: str, final: bool, forced_name: str | None = N
             if leads_content(before, spoke):
                 content.append(before)
                 spoke = True
+            else:  # dropped with the call, unless it turns out unreadable
+                space = before
             mode, buffer = HEAD, buffer[found[0] + len(open_tag):]
         elif mode == LIST_HEAD and _LIST_END.match(buffer):
             mode, buffer = AFTER, ""
@@ -106,7 +113,7 @@ def feed(state: HermesState, text: str, final: bool, forced_name: str | None = N
             if match is not None and match.end() <= MAX_HEAD:
                 deltas.append(ToolCallDelta(calls, json.loads(f'"{match.group(1)}"'), ""))
                 calls += 1
-                mode, buffer, scanner = ARGS, buffer[match.end():], ValueScan()
+                mode, buffer, scanner, space = ARGS, buffer[match.end():], ValueScan(), ""
                 continue
             close = buffer.find(close_tag) if mode == HEAD else -1
             closed = 0 <= close < MAX_HEAD
@@ -119,12 +126,14 @@ def feed(state: HermesState, text: str, final: bool, forced_name: str | None = N
                 deltas.append(ToolCallDelta(calls, *flipped))
                 calls += 1
                 mode, buffer = AFTER, buffer[close + len(close_tag):] if closed else ""
+                space = ""
                 continue
             # Not a call we can read: its text (to its closing tag, or MAX_HEAD characters)
-            # comes back as content.
+            # comes back as content, with the whitespace before it (as vLLM returns the
+            # whole output then).
             cut = close + len(close_tag) if closed else min(len(buffer), MAX_HEAD)
-            content.append((open_tag if mode == HEAD else "[") + buffer[:cut])
-            spoke, mode, buffer = True, CONTENT, buffer[cut:]
+            content.append(space + (open_tag if mode == HEAD else "[") + buffer[:cut])
+            spoke, mode, buffer, space = True, CONTENT, buffer[cut:], ""
             if not buffer:
                 break
         elif mode == ARGS:
@@ -165,6 +174,8 @@ def feed(state: HermesState, text: str, final: bool, forced_name: str | None = N
                 break
             buffer = buffer[found[0] + len(marker):]
             mode = AFTER if mode == TAIL else HEAD
+    if mode == HEAD and space:  # the head waits: read again from the whitespace before it
+        mode, held = CONTENT, space + open_tag + held
     return ("".join(content), merge(deltas),
             HermesState(mode, held, calls, spoke, scanner, form))
 

@@ -17,20 +17,27 @@ serves both modes alike (design §6) the way vLLM's non-streaming answer reads t
   has arguments;
 - arguments starting with ``{`` or ``[`` stream as written up to the end of that JSON value
   (``json_value.scan``), and what follows up to the next ``[TOOL_CALLS]`` is dropped; other
-  arguments stream as written, their trailing whitespace dropped; none at all are ``{}``.
+  arguments stream as written, their trailing whitespace dropped; none at all are ``{}``;
+- the values of JSON arguments are typed by the tool's schema as vLLM types them without
+  streaming (``fix_types``, its ``_fix_arg_types``): arguments of a tool whose schema has
+  properties are held until they end (at most ``MAX_TYPED`` characters; longer ones stream
+  as written, untyped). The older grammar's arguments are not typed (nor are they by vLLM).
 
 With a vocabulary that has ``[TOOL_CALLS]`` but not ``[ARGS]`` (tokenizers before v11: Mistral
 7B v0.3, Mixtral 8x22B, Nemo) vLLM reads the older grammar instead, a JSON list of
 ``{"name": …, "arguments": …}`` objects (or one bare object) after ``[TOOL_CALLS]``, without
 streaming the first JSON value after the marker. Here: an object whose head
-``{"name": "…", "arguments":`` is read within ``MAX_HEAD`` characters streams its arguments;
+``{"name": "…", "arguments":`` is read within ``MAX_HEAD`` characters streams its arguments
+(arguments written as a JSON string stream that string's value, as vLLM takes a string as
+the arguments' text);
 one with its keys in another order is read whole if it closes within ``MAX_HEAD``; listed
 values that are no calls are skipped; after the list (or the bare object) everything is
 dropped; text after the marker that is not JSON is content. Under ``tool_choice``
 "required" or a named function the unmarked list (the JSON-schema output) is read too.
 
 State: the mode, a short holdback (leading whitespace, the name, trailing whitespace, an object
-head), the call counter, the spoke, nameless and listed flags and the JSON scanner.
+head), the call counter, the spoke, nameless and listed flags, the JSON scanner, the typed
+tool's index and the arguments held to be typed.
 """
 
 from __future__ import annotations
@@ -43,6 +50,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from derender.core.markers import earliest, pending_prefix
+from derender.core.parsers.engine import fix_object
 from derender.core.parsers.json_value import STRING_PATTERN, ValueScan, scan
 from derender.core.parsers.llama3_json import _could_be_head
 from derender.core.parsers.tools import (
@@ -59,12 +67,17 @@ TOOL_CALLS, ARGS = "[TOOL_CALLS]", "[ARGS]"
 MAX_NAME = 512
 """Characters of a name held before it is sent as it stands (the rest is arguments)."""
 MAX_TRAILING_SPACE = 256
+MAX_TYPED = 1024
+"""Characters of JSON arguments held to be typed by the tool's schema when they end (as vLLM
+types them without streaming); longer arguments stream as written, untyped."""
 """Whitespace at the end of non-JSON arguments held back to be dropped at their end."""
 
 CONTENT, NAME, ARGS_START, JSON, RAW, AFTER = range(6)
-LIST_START, LIST, OBJECT, LIST_ARGS, TAIL, DONE = range(6, 12)
+LIST_START, LIST, OBJECT, LIST_ARGS, TAIL, DONE, STRING_ARGS = range(6, 13)
 """Modes of the older grammar (tokenizers without ``[ARGS]``): ``[TOOL_CALLS]`` then a JSON
-list of ``{"name": …, "arguments": …}`` objects (or one bare object)."""
+list of ``{"name": …, "arguments": …}`` objects (or one bare object); ``STRING_ARGS``:
+arguments written as a JSON string, whose value (decoded) is the arguments, as vLLM reads
+them."""
 MAX_HEAD = 512
 """Characters of a listed object read before it must be known as a call."""
 _W = "[ \t\n\r]*"
@@ -90,6 +103,11 @@ class MistralState(ToolState):
     only once it has arguments."""
     listed: bool = False
     """Older grammar: the calls are a JSON list (else one bare object)."""
+    tool: int = 0
+    """1 + the index in the request's ``tools`` of the open call's function when its schema
+    has properties (its JSON arguments are then typed), else 0."""
+    typed: str = ""
+    """JSON arguments held until they end, to be typed (at most ``MAX_TYPED``)."""
 
 
 def feed(state: MistralState, text: str, final: bool, context: ToolContext
@@ -101,16 +119,33 @@ def feed(state: MistralState, text: str, final: bool, context: ToolContext
     buffer = state.held + text
     mode, calls, spoke, scanner = state.mode, state.calls, state.spoke, state.scan
     nameless, listed = state.nameless, state.listed
+    tool, typed = state.tool, state.typed
     content: list[str] = []
     deltas: list[ToolCallDelta] = []
     held = ""
 
     def start_call(name: str, arguments: str) -> None:
-        nonlocal calls, nameless
+        nonlocal calls, nameless, tool
         nameless = not name
+        tool = 0 if older else _typed_tool(context.tools, name)
         if not nameless:
             deltas.append(ToolCallDelta(calls, name, arguments))
             calls += 1
+
+    def add_json(piece: str, ended: bool) -> None:
+        """JSON arguments: held while they may be typed, else as written."""
+        nonlocal typed, tool
+        if not tool:
+            add(piece)
+            return
+        typed += piece
+        if len(typed) > MAX_TYPED:  # too long to hold, whatever the split: as written
+            add(typed)
+        elif ended:
+            add(fix_types(typed, context.tools[tool - 1]))
+        else:
+            return
+        typed, tool = "", 0
 
     def add(arguments: str, written: bool = True) -> None:
         nonlocal calls, nameless
@@ -179,6 +214,15 @@ def feed(state: MistralState, text: str, final: bool, context: ToolContext
                 add(call[1])
             mode = LIST if end is not None and listed else DONE
             buffer = buffer[end:] if end is not None else ""
+        elif mode == LIST_ARGS and not scanner.started and buffer.lstrip()[:1] == '"':
+            mode, buffer = STRING_ARGS, buffer.lstrip()[1:]
+        elif mode == STRING_ARGS:  # the string's value is the arguments
+            value, used, closed = _string_part(buffer, final)
+            add(value)
+            if not closed:
+                held = buffer[used:]
+                break
+            mode, buffer, scanner = TAIL, buffer[used:], ValueScan(started=True, depth=1)
         elif mode == LIST_ARGS:
             started = scanner.started
             end, scanner = scan(scanner, buffer)
@@ -233,10 +277,14 @@ def feed(state: MistralState, text: str, final: bool, context: ToolContext
             if mode == JSON:
                 end, scanner = scan(scanner, region)
                 if end is not None:
-                    add(region[:end])
+                    add_json(region[:end], True)
                     mode, buffer, scanner = AFTER, buffer[end:], ValueScan()
                     continue
-                piece = region
+                add_json(region, False)
+                if at >= 0 or final:  # the arguments never closed: as written
+                    add(typed)
+                    typed, tool = "", 0
+                piece = ""
             elif at >= 0 or final:
                 piece = region.rstrip()
             else:
@@ -259,7 +307,7 @@ def feed(state: MistralState, text: str, final: bool, context: ToolContext
                 break
             mode, buffer = NAME, buffer[found[0] + len(tc):]
     return ("".join(content), merge(deltas),
-            MistralState(mode, held, calls, spoke, scanner, nameless, listed))
+            MistralState(mode, held, calls, spoke, scanner, nameless, listed, tool, typed))
 
 
 def call_id(request_id: str, choice_index: int, call_index: int) -> str:
@@ -282,15 +330,18 @@ def _encode(state: MistralState, w: Writer) -> None:
     w.uint(state.spoke | scan_.started << 1 | scan_.in_string << 2 | scan_.escaped << 3
            | scan_.scalar << 4 | state.nameless << 5 | state.listed << 6)
     w.uint(scan_.depth)
+    w.uint(state.tool)
+    w.text(state.typed)
 
 
 def _decode(r: Reader) -> MistralState:
     mode, held, calls, bits, depth = r.uint(), r.text(), r.uint(), r.uint(), r.uint()
-    if mode > DONE or bits >> 7:
+    tool, typed = r.uint(), r.text()
+    if mode > STRING_ARGS or bits >> 7:
         raise ValueError("malformed mistral state")
     return MistralState(mode, held, calls, bool(bits & 1), ValueScan(
         started=bool(bits & 2), depth=depth, in_string=bool(bits & 4), escaped=bool(bits & 8),
-        scalar=bool(bits & 16)), bool(bits & 32), bool(bits & 64))
+        scalar=bool(bits & 16)), bool(bits & 32), bool(bits & 64), tool, typed)
 
 
 FORMAT = ToolFormat("mistral", 24, MistralState, MistralState, feed, _encode, _decode)
@@ -311,6 +362,78 @@ def _whole_call(region: str) -> tuple[str, str] | None:
     elif not isinstance(arguments, str):
         arguments = json.dumps(arguments, ensure_ascii=False)
     return (name if isinstance(name, str) else ""), arguments
+
+
+_STRING_RUN = re.compile(r'[^"\\]+')
+_ESCAPE = re.compile(r'\\(?:["\\/bfnrt]|u(?:[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}'
+                     r'|[0-9a-fA-F]{4}))')
+MAX_ESCAPE = 12
+"""Characters of an escape held until it is whole (``\\uD83C\\uDF26``: a surrogate pair)."""
+
+
+def _string_part(text: str, final: bool) -> tuple[str, int, bool]:
+    """The value of the beginning of a JSON string's body: (value, characters read,
+    whether its closing quote was read). An escape that may still grow waits (unless
+    ``final``); one that is not JSON is kept as written."""
+    out: list[str] = []
+    at = 0
+    while at < len(text):
+        run = _STRING_RUN.match(text, at)
+        if run is not None:
+            out.append(run.group())
+            at = run.end()
+            continue
+        if text[at] == '"':
+            return "".join(out), at + 1, True
+        tail = text[at:at + MAX_ESCAPE]
+        escape = _ESCAPE.match(tail)
+        pair_pending = (escape is not None and len(escape.group()) == 6
+                        and "\\ud800" <= escape.group().lower() < "\\udc00"
+                        and len(tail) < MAX_ESCAPE
+                        and (tail[6:] == "" or _could_escape(tail[6:])))
+        if not final and (pair_pending or (escape is None and len(tail) < 6
+                                           and _could_escape(tail))):
+            break
+        if escape is None:
+            out.append(text[at])
+            at += 1
+            continue
+        out.append(json.loads(f'"{escape.group()}"'))
+        at += len(escape.group())
+    return "".join(out), at, False
+
+
+def _could_escape(tail: str) -> bool:
+    """Whether ``tail`` (shorter than an escape) may still become one."""
+    return re.fullmatch(r'\\(?:u[0-9a-fA-F]{0,3})?', tail) is not None
+
+
+def _typed_tool(tools: Any, name: str) -> int:
+    """1 + the index of the first tool named ``name`` if its schema has properties, else 0
+    (vLLM's ``find_tool_properties``)."""
+    for index, tool in enumerate(tools):
+        spec = tool.get("function") if isinstance(tool, dict) else None
+        if not isinstance(spec, dict) or spec.get("name") != name:
+            continue
+        parameters = spec.get("parameters")
+        properties = parameters.get("properties") if isinstance(parameters, dict) else None
+        return index + 1 if isinstance(properties, dict) and properties else 0
+    return 0
+
+
+def fix_types(arguments: str, tool: Any) -> str:
+    """vLLM's ``_fix_arg_types``: the arguments' values typed by the tool's schema (JSON
+    written anew when one changed, else the text as it stands), with the parser engine's port
+    of its ``_coerce_dict`` (``engine.fix_object``)."""
+    try:
+        args = json.loads(arguments)
+    except ValueError:
+        return arguments
+    if not isinstance(args, dict):
+        return arguments
+    typed = json.dumps(fix_object(args, tool["function"]["parameters"]["properties"]),
+                       ensure_ascii=False)
+    return arguments if typed == json.dumps(args, ensure_ascii=False) else typed
 
 
 def older_grammar(has_token: Callable[[str], bool]) -> bool:

@@ -96,13 +96,15 @@ def translate(state: Literals, text: str) -> tuple[str, Literals, int | None, in
     return "".join(scanner.out), scanner.state(), end, None
 
 
-def json_char(ch: str) -> str:
-    """``ch`` inside a JSON string (as ``json.dumps(ensure_ascii=False)``, lone surrogates
-    escaped so the text stays valid UTF-8)."""
+def json_char(ch: str, written: bool = True) -> str:
+    """``ch`` inside a JSON string (as ``json.dumps(ensure_ascii=False)``). A lone surrogate
+    an escape made (``written`` false) is escaped so the text stays valid UTF-8; one in the
+    text as written is an escaped private-use character of the marked vocabulary
+    (``vocab.LITERAL``), kept for the parser path to restore."""
     short = _JSON_SHORT.get(ch)
     if short is not None:
         return short
-    if ch < " " or "\ud800" <= ch <= "\udfff":
+    if ch < " " or (not written and "\ud800" <= ch <= "\udfff"):
         return f"\\u{ord(ch):04x}"
     return ch
 
@@ -344,7 +346,7 @@ class _Scanner:
             raise _NotLiteralError from None
 
     def _escaped(self, ch: str) -> None:
-        self.out.append(json_char(ch))
+        self.out.append(json_char(ch, written=False))
         self.token = ""
 
 
