@@ -39,7 +39,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from derender.core.markers import earliest, pending_prefix
-from derender.core.parsers.qwen3_coder import _ALIASES, STRING, TYPES, coerce, schema_types
+from derender.core.parsers.qwen3_coder import STRING, coerce, schema_mask
 from derender.core.parsers.reasoning import ReasoningFormat
 from derender.core.parsers.tools import ToolCallDelta, ToolContext, ToolFormat, ToolState, merge
 from derender.core.state_codec import Reader, Writer
@@ -469,19 +469,9 @@ def _properties(tools: Sequence[Any], function: str) -> dict[str, Any] | None:
     return None
 
 
-def _mask(schema: dict[str, Any]) -> int:
-    mask = 0
-    for name in schema_types(schema):
-        key = name.strip().lower()
-        key = _ALIASES.get(key, key)
-        if key in TYPES:
-            mask |= 1 << TYPES.index(key)
-    return mask
-
-
 def _coerce(value: Any, schema: dict[str, Any]) -> Any:
     if isinstance(value, str):
-        return coerce(value, _mask(schema))
+        return coerce(value, schema_mask(schema))
     if isinstance(value, dict):
         properties = schema.get("properties")
         if isinstance(properties, dict):
@@ -504,7 +494,7 @@ def _param_mask(run: _Run) -> int:
     """STRING when the open value stays the string it is written as."""
     properties = _properties(run.context.tools, run.s.fn)
     schema = None if properties is None else properties.get(run.s.key)
-    return _mask(schema) if isinstance(schema, dict) else STRING
+    return schema_mask(schema) if isinstance(schema, dict) else STRING
 
 
 def _encode(state: Gemma4State, w: Writer) -> None:
