@@ -30,6 +30,7 @@ from tests.tool_streams import (
     check_round_trips,
     check_written,
     feed_engine,
+    feed_long_stream,
     ids_of,
     requests,
     run_both,
@@ -319,19 +320,8 @@ def long_output() -> str:
 def test_states_round_trip_and_stay_bounded_over_a_long_stream() -> None:
     """Over 5,000 tokens of reasoning, content and long values, every state encodes small
     and decodes to itself."""
-    ids = tokenizer("deepseek-v4").encode(long_output(), add_special_tokens=False).ids
-    assert len(ids) > 5000
-    pieces = [tokenizer("deepseek-v4").decode([i], skip_special_tokens=False) for i in ids]
-    largest = 0
-
-    def check(state: Any) -> None:
-        nonlocal largest
-        writer = Writer()
-        dsml.V4.encode(state, writer)
-        largest = max(largest, len(writer.out))
-        assert dsml.V4.decode(Reader(bytes(writer.out))) == state
-
-    reasoning, content, calls = feed_engine(dsml.V4, pieces, AUTO, True, check)
+    reasoning, content, calls, largest = feed_long_stream(dsml.V4, "deepseek-v4",
+                                                         long_output(), AUTO)
     assert reasoning == ("Reasoning goes on. " * 800).rstrip()
     assert content == "\n\n" + "Content, " * 800
     assert [name for name, _ in calls] == ["set_config", "get_weather"]

@@ -20,13 +20,19 @@ from derender.core import parsers
 from derender.core.parsers import engine, glm
 from derender.core.parsers.engine import MAX_NAME, MAX_SPACE, MAX_VALUE
 from derender.core.parsers.tools import ToolContext
-from derender.core.state_codec import Reader, Writer
 from derender.core.vocab import MARKUP
 from derender.protocol import ChatRequest
 from tests.conftest import tokenizer, vocabulary
 from tests.test_parser_dsml import TOOLS
 from tests.test_parser_properties import PROPS
-from tests.tool_streams import check_round_trips, check_written, feed_engine, requests, run_both
+from tests.tool_streams import (
+    check_round_trips,
+    check_written,
+    feed_engine,
+    feed_long_stream,
+    requests,
+    run_both,
+)
 
 AUTO = ToolContext(tools=TOOLS)
 NONE = ToolContext(tools=TOOLS, keep=False)
@@ -236,19 +242,8 @@ def test_states_round_trip_and_stay_bounded_over_a_long_stream() -> None:
     text = ("Reasoning goes on. " * 800 + "</think>" + "Content, " * 800
             + call("set_config", ("label", "x" * 6000), ("meta", '{"k": "' + "v" * 900 + '"}'))
             + PARIS)
-    ids = tokenizer("glm-4.7-flash").encode(text, add_special_tokens=False).ids
-    assert len(ids) > 5000
-    pieces = [tokenizer("glm-4.7-flash").decode([i], skip_special_tokens=False) for i in ids]
-    largest = 0
-
-    def check(state: Any) -> None:
-        nonlocal largest
-        writer = Writer()
-        glm.GLM47.encode(state, writer)
-        largest = max(largest, len(writer.out))
-        assert glm.GLM47.decode(Reader(bytes(writer.out))) == state
-
-    reasoning, content, calls = feed_engine(glm.GLM47, pieces, AUTO, True, check)
+    reasoning, content, calls, largest = feed_long_stream(glm.GLM47, "glm-4.7-flash", text,
+                                                         AUTO)
     assert reasoning == ("Reasoning goes on. " * 800).rstrip()
     assert content == ("Content, " * 800).rstrip()
     assert [name for name, _ in calls] == ["set_config", "get_weather"]

@@ -28,7 +28,14 @@ from derender.protocol import ChatRequest
 from tests.conftest import tokenizer, vocabulary
 from tests.test_parser_dsml import TOOLS
 from tests.test_parser_properties import PROPS
-from tests.tool_streams import check_round_trips, check_written, feed_engine, requests, run_both
+from tests.tool_streams import (
+    check_round_trips,
+    check_written,
+    feed_engine,
+    feed_long_stream,
+    requests,
+    run_both,
+)
 
 AUTO = ToolContext(tools=TOOLS)
 NONE = ToolContext(tools=TOOLS, keep=False)
@@ -225,19 +232,7 @@ def test_states_round_trip_and_stay_bounded_over_a_long_stream() -> None:
             + block(invoke("set_config", ("label", "x" * 6000),
                            ("meta", '{"k": "' + "v" * 900 + '"}')))
             + PARIS)
-    ids = tokenizer("minimax-m2.7").encode(text, add_special_tokens=False).ids
-    assert len(ids) > 5000
-    pieces = [tokenizer("minimax-m2.7").decode([i], skip_special_tokens=False) for i in ids]
-    largest = 0
-
-    def check(state: Any) -> None:
-        nonlocal largest
-        writer = Writer()
-        M2.encode(state, writer)
-        largest = max(largest, len(writer.out))
-        assert M2.decode(Reader(bytes(writer.out))) == state
-
-    thought, content, calls = feed_engine(M2, pieces, AUTO, True, check)
+    thought, content, calls, largest = feed_long_stream(M2, "minimax-m2.7", text, AUTO)
     assert thought == ("Reasoning goes on. " * 800).rstrip()
     assert content == ("Content, " * 800).rstrip()
     assert [name for name, _ in calls] == ["set_config", "get_weather"]

@@ -160,3 +160,23 @@ def feed_engine(fmt: Any, pieces: list[str], context: ToolContext, thinking: boo
             entry[0] += delta.name or ""
             entry[1] += delta.arguments
     return reasoning, content, [(calls[i][0], calls[i][1]) for i in sorted(calls)]
+
+
+def feed_long_stream(fmt: Any, model: str, text: str, context: ToolContext,
+                     thinking: bool = True) -> tuple[str, str, list[tuple[str, str]], int]:
+    """``feed_engine`` over ``text`` (over 5,000 tokens of ``model``), one token a piece,
+    checking that every state reached decodes to itself; also the largest encoding (bytes)."""
+    ids = tokenizer(model).encode(text, add_special_tokens=False).ids
+    assert len(ids) > 5000
+    pieces = [tokenizer(model).decode([i], skip_special_tokens=False) for i in ids]
+    largest = 0
+
+    def check(state: Any) -> None:
+        nonlocal largest
+        writer = Writer()
+        fmt.encode(state, writer)
+        largest = max(largest, len(writer.out))
+        assert fmt.decode(Reader(bytes(writer.out))) == state
+
+    reasoning, content, calls = feed_engine(fmt, pieces, context, thinking, check)
+    return reasoning, content, calls, largest
