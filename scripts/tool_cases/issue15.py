@@ -4,7 +4,7 @@ Four servers: Qwen3 with the hermes tool parser (no reasoning parser: whitespace
 call stays content), Qwen3 with qwen3_coder, and the two derived Mistral tokenizers of
 ``tool_cases/mistral.py`` (with ``[ARGS]`` and without):
 
-    S=/work/shared/peer/start.sh   # the peer's start.sh
+    S="$VLLM_PEER"/start.sh   # the peer kit's start.sh
     scripts/peer-model-folders.sh mistral-tools mistral-tools-v3
     $S qwen3 8601 --tool-call-parser hermes --enable-auto-tool-choice
     $S qwen3 8602 --tool-call-parser qwen3_coder --enable-auto-tool-choice

@@ -4,7 +4,7 @@ has no ``tools``, ``"tools": []``, or ``tool_choice`` "none", for llama3_json an
 (the ``deepseek-v3`` folder, as ``tool_cases/deepseek.py``). gpt-oss (``openai``) has its
 recordings already: 326 ("none") and 327 (no tools).
 
-    S=/work/shared/peer/start.sh   # the peer's start.sh
+    S="$VLLM_PEER"/start.sh   # the peer kit's start.sh
     $S llama3.1-tools 8611 --tool-call-parser llama3_json --enable-auto-tool-choice
     $S llama3.1-tools 8612 --tool-call-parser pythonic --enable-auto-tool-choice
     $S deepseek-v3 8613 --tool-call-parser deepseek_v3 --enable-auto-tool-choice
