@@ -34,6 +34,7 @@ from tests.tool_streams import (
     ids_of,
     requests,
     run_both,
+    spoil,
 )
 
 WEATHER = {"type": "function", "function": {"name": "get_weather", "parameters": {
@@ -421,15 +422,9 @@ def outputs(draw: st.DrawFn, space: str, wrapper: str, thinking: bool
         written.append((name, params))
     if invokes:
         text += block(*invokes, wrapper=wrapper, space=space)
-    change = draw(st.sampled_from(["", "", "", "cut", "trail", "dirty"]))
-    clean = change in ("", "trail")
-    if change == "cut":
-        text = text[:draw(st.integers(0, len(text)))]
-    elif change == "trail":
-        text += "Anything else?"
-    elif change == "dirty":
-        text += draw(st.sampled_from(["<｜DSML｜", "<｜DSML｜invoke name=\"x", "</｜DSML｜",
-                                      "<｜DSML｜parameter name=\"a\">1", "<", "</think>"]))
+    text, clean = spoil(draw, text, [
+        "<｜DSML｜", "<｜DSML｜invoke name=\"x", "</｜DSML｜", "<｜DSML｜parameter name=\"a\">1",
+        "<", "</think>"])
     return text, written, clean
 
 

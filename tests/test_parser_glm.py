@@ -32,6 +32,7 @@ from tests.tool_streams import (
     feed_long_stream,
     requests,
     run_both,
+    spoil,
 )
 
 AUTO = ToolContext(tools=TOOLS)
@@ -289,15 +290,8 @@ def outputs(draw: st.DrawFn, sep: str) -> tuple[str, list[tuple[str, dict[str, s
         text += call(name, *params.items(), sep=sep) + draw(st.sampled_from(["", "\n"]))
         if name != "get_stock":
             written.append((name, params))
-    change = draw(st.sampled_from(["", "", "", "cut", "trail", "dirty"]))
-    clean = change in ("", "trail")
-    if change == "cut":
-        text = text[:draw(st.integers(0, len(text)))]
-    elif change == "trail":
-        text += "Anything else?"
-    elif change == "dirty":
-        text += draw(st.sampled_from(["<tool_call>", "<tool_call>x<arg_key>a", "</arg_value>",
-                                      "<", "</think>", "<think>"]))
+    text, clean = spoil(draw, text, [
+        "<tool_call>", "<tool_call>x<arg_key>a", "</arg_value>", "<", "</think>", "<think>"])
     return text, written, clean
 
 

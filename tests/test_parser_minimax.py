@@ -35,6 +35,7 @@ from tests.tool_streams import (
     feed_long_stream,
     requests,
     run_both,
+    spoil,
 )
 
 AUTO = ToolContext(tools=TOOLS)
@@ -306,15 +307,8 @@ def outputs(draw: st.DrawFn) -> tuple[str, list[tuple[str, dict[str, str]]], boo
             written.append((name, params))
     if invokes:
         text += block(*invokes)
-    change = draw(st.sampled_from(["", "", "", "cut", "trail", "dirty"]))
-    clean = change in ("", "trail")
-    if change == "cut":
-        text = text[:draw(st.integers(0, len(text)))]
-    elif change == "trail":
-        text += "Anything else?"
-    elif change == "dirty":
-        text += draw(st.sampled_from(["<minimax:tool_call>", '<invoke name="x">',
-                                      "</parameter>", "<", "</think>", "<think>"]))
+    text, clean = spoil(draw, text, [
+        "<minimax:tool_call>", '<invoke name="x">', "</parameter>", "<", "</think>", "<think>"])
     return text, written, clean
 
 

@@ -162,6 +162,20 @@ def feed_engine(fmt: Any, pieces: list[str], context: ToolContext, thinking: boo
     return reasoning, content, [(calls[i][0], calls[i][1]) for i in sorted(calls)]
 
 
+def spoil(draw: Any, text: str, dirt: list[str]) -> tuple[str, bool]:
+    """A drawn change to a well-formed output for the hypothesis strategies: none (most
+    often), cut anywhere, ordinary text after it, or one of ``dirt`` (broken markup) after it;
+    also whether the calls written are still what must be read (``clean``)."""
+    change = draw(st.sampled_from(["", "", "", "cut", "trail", "dirty"]))
+    if change == "cut":
+        text = text[:draw(st.integers(0, len(text)))]
+    elif change == "trail":
+        text += "Anything else?"
+    elif change == "dirty":
+        text += draw(st.sampled_from(dirt))
+    return text, change in ("", "trail")
+
+
 def feed_long_stream(fmt: Any, model: str, text: str, context: ToolContext,
                      thinking: bool = True) -> tuple[str, str, list[tuple[str, str]], int]:
     """``feed_engine`` over ``text`` (over 5,000 tokens of ``model``), one token a piece,

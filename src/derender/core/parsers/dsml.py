@@ -100,7 +100,7 @@ class DeepSeekV41State(EngineState):
 V32 = make_format(V32_CONFIG, 50, DeepSeekV32State)
 V4 = make_format(V4_CONFIG, 51, DeepSeekV4State)
 V41 = make_format(V41_CONFIG, 52, DeepSeekV41State)
-"""Tags 40-42 (this module's range)."""
+"""Tags 50-52 (this module's range)."""
 
 
 def thinking(kwargs: dict[str, object]) -> bool:

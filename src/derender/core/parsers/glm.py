@@ -70,7 +70,7 @@ class Glm47State(EngineState):
 
 GLM45 = make_format(GLM45_CONFIG, 53, Glm45State)
 GLM47 = make_format(GLM47_CONFIG, 54, Glm47State)
-"""Tags 43-44 (this module's range)."""
+"""Tags 53-54 (this module's range)."""
 
 
 def thinking(kwargs: dict[str, object]) -> bool:
