@@ -40,7 +40,7 @@ class Context:
 
 
 def main() -> None:
-    import derender.lambda_adapter  # noqa: F401  (the libraries: fastapi, pydantic, tokenizers…)
+    import derender.awslambda.adapter  # noqa: F401  (the libraries: fastapi, pydantic, tokenizers…)
     imported = time.perf_counter()
     import handler  # Lambda's init: the app and the default model
     initialised = time.perf_counter()

@@ -39,12 +39,12 @@ from _common import (
 )
 from tokenizers import Tokenizer
 
+from derender.contract.requests import DerenderChatRequest
 from derender.core.bounds import check_token_range
 from derender.core.chat import derender_chat
-from derender.core.detokenizer import DecodeWindow, detokenize, seed_window
+from derender.core.decoding.detokenizer import DecodeWindow, detokenize, seed_window
+from derender.core.decoding.vocab import Vocabulary
 from derender.core.registry import ServedModel, load_vocabulary, read_model_info
-from derender.core.vocab import Vocabulary
-from derender.protocol import DerenderChatRequest
 
 DEFAULT_MODELS = {
     "qwen3": REPO / "layers" / "tokenizers" / "qwen3",
@@ -96,7 +96,7 @@ def chat_body(model_name: str, ids: list[int]) -> DerenderChatRequest:
 
 def exact_path_blocks(model: ServedModel, ids: list[int]) -> str:
     """How many detokenizer blocks miss the fast path (diagnostic; uses private helpers)."""
-    from derender.core import detokenizer as det
+    from derender.core.decoding import detokenizer as det
 
     fast = getattr(det, "_fast_block", None)
     exact = getattr(det, "_exact_block", None)
@@ -120,7 +120,7 @@ def exact_path_blocks(model: ServedModel, ids: list[int]) -> str:
 
 def exact_path_ids(vocab: Vocabulary, ids: list[int]) -> int:
     """Ids the detokenizer sends through its exact per-token path (counted by wrapping it)."""
-    from derender.core import detokenizer as det
+    from derender.core.decoding import detokenizer as det
 
     count = 0
     original = det._exact_block
@@ -142,7 +142,7 @@ def exact_path_ids(vocab: Vocabulary, ids: list[int]) -> int:
 def stage_breakdown(name: str, model: ServedModel, tokenizer: Tokenizer, ids: list[int],
                     rounds: int) -> str:
     """Median µs of the steps (b) is made of, at one size (uses private detokenizer helpers)."""
-    from derender.core import detokenizer as det
+    from derender.core.decoding import detokenizer as det
 
     vocab = model.vocab
     kept = [i for i in ids[:-1] if i not in vocab.special_ids]

@@ -42,9 +42,9 @@ from parser_stream import Folded
 from stream_chunks import Position, call, time_passes
 from tokenizers import Tokenizer
 
+from derender.contract.requests import DerenderChatRequest, DerenderChatStreamRequest
 from derender.core.chat import derender_chat
 from derender.core.registry import ServedModel, load_vocabulary, read_model_info
-from derender.protocol import DerenderChatRequest, DerenderChatStreamRequest
 
 SOURCE = REPO / "tests" / "models" / "gpt-oss"
 MANIFEST = {"served_names": ["gpt-oss"], "tool_parser": "openai"}

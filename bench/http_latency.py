@@ -231,9 +231,9 @@ def breakdown(models_dir: Path, data: bytes, rounds: int) -> str:
     from pydantic import TypeAdapter
 
     from derender.app.main import json_response
+    from derender.contract.requests import ChatBody
     from derender.core.chat import derender_chat
     from derender.core.registry import ModelRegistry
-    from derender.protocol import ChatBody
 
     adapter: TypeAdapter[Any] = TypeAdapter(ChatBody)
     registry = ModelRegistry(models_dir)

@@ -81,9 +81,9 @@ from stream_chunks import (
 )
 from tokenizers import Tokenizer
 
+from derender.contract.requests import DerenderChatRequest, DerenderChatStreamRequest
 from derender.core.chat import derender_chat
 from derender.core.registry import ServedModel, load_vocabulary, read_model_info
-from derender.protocol import DerenderChatRequest, DerenderChatStreamRequest
 
 QWEN3_DIR = REPO / "layers" / "tokenizers" / "qwen3"
 MANIFEST = {"served_names": ["qwen3"], "reasoning_parser": "qwen3", "tool_parser": "hermes"}
@@ -290,10 +290,10 @@ def core_breakdown(position: Position, model: ServedModel, rounds: int) -> str:
     """Median µs of the pieces one parser-path call is made of (some are private helpers)."""
     from derender.core import parsers
     from derender.core.chat import chat_top_logprobs, derender_chat_stream
-    from derender.core.detokenizer import detokenize
-    from derender.core.sequence import decode_settings
-    from derender.core.state_token import sign, verify
-    from derender.core.stream_state import decode_state, encode_state
+    from derender.core.decoding.detokenizer import detokenize
+    from derender.core.decoding.sequence import decode_settings
+    from derender.core.state.stream import decode_state, encode_state
+    from derender.core.state.token import sign, verify
     from derender.core.streaming import StreamSettings, advance, open_stream
 
     body = position.body

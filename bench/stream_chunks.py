@@ -51,11 +51,11 @@ from _common import (
 )
 from tokenizers import Tokenizer
 
+from derender.contract.requests import DerenderChatStreamRequest
 from derender.core.chat import derender_chat_stream
 from derender.core.registry import ServedModel, load_vocabulary, read_model_info
-from derender.core.state_token import KeyRing, sign, verify
-from derender.core.stream_state import decode_state, encode_state
-from derender.protocol import DerenderChatStreamRequest
+from derender.core.state.stream import decode_state, encode_state
+from derender.core.state.token import KeyRing, sign, verify
 
 MODEL_DIR = REPO / "layers" / "tokenizers" / "qwen3"
 STREAM_IDS = 4096
@@ -203,7 +203,7 @@ def time_positions(positions: list[Position], steps: list[Callable[[], tuple[int
 def stage_breakdown(position: Position, model: ServedModel, rounds: int) -> str:
     """Median µs of the pieces one streaming call is made of (some are private helpers)."""
     from derender.core.chat import chat_top_logprobs
-    from derender.core.sequence import decode_settings
+    from derender.core.decoding.sequence import decode_settings
     from derender.core.streaming import StreamSettings, advance, open_stream, stream_chunks
 
     body = position.body
@@ -252,7 +252,7 @@ def stage_breakdown(position: Position, model: ServedModel, rounds: int) -> str:
 
 
 def detokenize_ids(model: ServedModel, state: Any, ids: list[int]) -> object:
-    from derender.core.detokenizer import detokenize
+    from derender.core.decoding.detokenizer import detokenize
 
     return detokenize(model.vocab, state.window, ids, True)
 

@@ -226,11 +226,11 @@ def breakdown(models_dir: Path, stream: Stream, position: int, rounds: int
     from pydantic import TypeAdapter
 
     from derender.app.main import create_app, json_response, parse_body
+    from derender.contract.requests import ChatBody, DerenderChatStreamBatchRequest
     from derender.core.chat import derender_chat_stream
     from derender.core.registry import ModelRegistry
-    from derender.core.state_token import KeyRing, sign, verify
-    from derender.core.stream_state import decode_state, encode_state
-    from derender.protocol import ChatBody, DerenderChatStreamBatchRequest
+    from derender.core.state.stream import decode_state, encode_state
+    from derender.core.state.token import KeyRing, sign, verify
     from derender.settings import Settings
 
     settings = Settings.from_env(dict(os.environ, DERENDER_MODELS_DIR=str(models_dir),

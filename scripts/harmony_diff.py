@@ -35,7 +35,7 @@ from vllm.parser.harmony import HarmonyParser
 from vllm.reasoning.gptoss_reasoning_parser import GptOssReasoningParser
 from vllm.tool_parsers.gptoss_tool_parser import GptOssToolParser
 
-from derender.core.parsers import harmony
+from derender.core.parsers.formats import harmony
 from derender.core.parsers.tools import ToolCallDelta
 from derender.core.registry import load_vocabulary
 

@@ -18,9 +18,9 @@ from typing import Any
 from fastapi.testclient import TestClient
 
 from derender.app.main import create_app
-from derender.core.detokenizer import DecodeWindow, detokenize, seed_window
+from derender.core.decoding.detokenizer import DecodeWindow, detokenize, seed_window
+from derender.core.decoding.vocab import Vocabulary
 from derender.core.registry import ModelRegistry, load_vocabulary
-from derender.core.vocab import Vocabulary
 from derender.settings import Settings
 from tests.byte_vocab_models import build
 from tests.conftest import ROOT, TEST_MODELS

@@ -12,8 +12,8 @@ from fastapi.testclient import TestClient
 from tokenizers import Tokenizer
 
 from derender.app.main import create_app
+from derender.core.decoding.vocab import Vocabulary
 from derender.core.registry import ModelRegistry, ServedModel, load_vocabulary, read_model_info
-from derender.core.vocab import Vocabulary
 from derender.settings import Settings
 from tests.tokenizer_variants import (
     copy_tokenizer,

@@ -20,9 +20,9 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from derender import aws_keys
 from derender.app.main import create_app
-from derender.aws_models import MARKER, parse_s3_uri
+from derender.aws import keys as aws_keys
+from derender.aws.models import MARKER, parse_s3_uri
 from derender.core.registry import ModelRegistry
 from derender.settings import Settings
 

@@ -18,8 +18,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from derender.app.main import create_app
-from derender.callers import caller_of
-from derender.lambda_adapter import LambdaHandler
+from derender.aws.callers import caller_of
+from derender.awslambda.adapter import LambdaHandler
 from derender.settings import Settings
 from tests.test_lambda_events import EVENTS, LAYER_MODELS, FakeLambdaContext
 

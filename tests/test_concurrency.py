@@ -48,19 +48,19 @@ import derender.core.registry as registry_module
 import derender.core.streaming as streaming_module
 from derender.app.errors import error_body
 from derender.app.main import parse_body
-from derender.core.chat import derender_chat, derender_chat_stream
-from derender.core.completions import derender_completion, derender_completion_stream
-from derender.core.errors import DerenderError
-from derender.core.registry import ModelRegistry, ServedModel
-from derender.core.state_token import KeyRing, sign, verify
-from derender.core.stream_state import decode_state, encode_state
-from derender.core.vocab import Vocabulary
-from derender.protocol import (
+from derender.contract.requests import (
     ChatBody,
     CompletionBody,
     DerenderChatStreamBatchRequest,
     DerenderCompletionStreamBatchRequest,
 )
+from derender.core.chat import derender_chat, derender_chat_stream
+from derender.core.completions import derender_completion, derender_completion_stream
+from derender.core.decoding.vocab import Vocabulary
+from derender.core.errors import DerenderError
+from derender.core.registry import ModelRegistry, ServedModel
+from derender.core.state.stream import decode_state, encode_state
+from derender.core.state.token import KeyRing, sign, verify
 from derender.settings import Settings
 from tests.conftest import tokenizer
 from tests.loadgen import (

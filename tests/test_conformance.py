@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from derender.core.state_token import NOT_A_TOKEN
+from derender.core.state.token import NOT_A_TOKEN
 from tests.conftest import FIXTURES, load_case, pending_reason
 from tests.openai_types import check_openai_body, check_openai_chunk
 

@@ -19,8 +19,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from derender.core.detokenizer import BLOCK, DecodeWindow, detokenize, seed_window
-from derender.core.vocab import Vocabulary
+from derender.core.decoding.detokenizer import (
+    BLOCK,
+    DecodeWindow,
+    detokenize,
+    seed_window,
+)
+from derender.core.decoding.vocab import Vocabulary
 from tests.conftest import reference, require_model, vocabulary
 
 MODELS = ("qwen3", "mistral-7b", "deepseek-v4", "gpt2")

@@ -13,13 +13,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from derender.contract.requests import ChatRequest
 from derender.core import parsers
-from derender.core.detokenizer import DecodeWindow, detokenize
-from derender.core.parsers import hermes, mistral
+from derender.core.decoding.detokenizer import DecodeWindow, detokenize
+from derender.core.decoding.vocab import MARKUP, RESTORE_MARKUP
+from derender.core.parsers.formats import hermes, mistral
 from derender.core.parsers.tools import ToolContext
 from derender.core.registry import load_vocabulary
-from derender.core.vocab import MARKUP, RESTORE_MARKUP
-from derender.protocol import ChatRequest
 from tests.conftest import FIXTURES, load_case, model_folder, tokenizer
 from tests.test_parser_properties import PROPS
 from tests.tool_streams import feed_all, run_both, split
@@ -180,7 +180,7 @@ def test_pythonic_keeps_an_escaped_stand_in_and_escapes_a_surrogate_it_decodes()
     # A stand-in the model wrote reaches the machine escaped (a lone surrogate, vocab.LITERAL)
     # and must come out unchanged for the restore; a lone surrogate a Python escape makes
     # (\ud800) is JSON-escaped as before.
-    from derender.core.parsers import pythonic
+    from derender.core.parsers.formats import pythonic
     text = "[f(a='x\ud800', b='\\ud800')]"
     for content, calls in every_split(pythonic.FORMAT, text, ToolContext()):
         assert content == ""

@@ -319,10 +319,10 @@ def test_odd_events_get_an_envelope_not_a_crash(handlers: dict[str, Handler],
 
 
 def test_replay_command_prints_the_lambda_response() -> None:
-    """``python -m derender.replay`` runs the real handler; stdout is the response JSON."""
+    """``python -m derender.awslambda.replay`` runs the real handler; stdout is the response."""
     event = EVENTS / "function-url.completions.stream.json"
     result = subprocess.run(
-        [sys.executable, "-m", "derender.replay", "completions", str(event),
+        [sys.executable, "-m", "derender.awslambda.replay", "completions", str(event),
          "--request-id", "replay-req-1"],
         capture_output=True, text=True, timeout=120, check=True, cwd=ROOT,
         env={**os.environ, "DERENDER_MODELS_DIR": str(LAYER_MODELS)})
@@ -342,7 +342,7 @@ def test_replay_command_prints_the_lambda_response() -> None:
 def test_replay_infers_the_function_and_decodes_the_body() -> None:
     event = EVENTS / "http-api-v2.chat.bad-stream-state.json"
     result = subprocess.run(
-        [sys.executable, "-m", "derender.replay", str(event), "--body"],
+        [sys.executable, "-m", "derender.awslambda.replay", str(event), "--body"],
         capture_output=True, text=True, timeout=120, check=True, cwd=ROOT,
         env={**os.environ, "DERENDER_MODELS_DIR": str(LAYER_MODELS)})
     first, _, rest = result.stdout.partition("\n")
@@ -366,7 +366,7 @@ def test_boto3_is_imported_during_init_only_when_nobody_waits(
     if key_source:
         env[key_source] = "/derender/signing-keys"
     done = subprocess.run(
-        [sys.executable, "-c", "import sys; from derender.lambda_adapter import LambdaHandler; "
+        [sys.executable, "-c", "import sys; from derender.awslambda.adapter import LambdaHandler; "
          "LambdaHandler(); print('boto3' in sys.modules)"],
         capture_output=True, text=True, timeout=120, check=True, cwd=ROOT, env=env)
     assert done.stdout.strip() == str(imported)

@@ -21,8 +21,8 @@ from fastapi.testclient import TestClient
 from jsonschema import Draft202012Validator
 from openapi_spec_validator import validate as validate_openapi
 
-from derender import protocol
 from derender.app.main import create_app
+from derender.contract import requests as protocol
 from derender.settings import Settings
 from tests.conftest import FIXTURES, LAYER_MODELS, ROOT, load_case, pending_reason
 from tests.test_conformance import parsers_of, replayed_call, send_call
@@ -125,7 +125,7 @@ def test_both_routes_with_their_unions(document: dict[str, Any]) -> None:
 
 
 def test_request_components_are_the_protocol_models(document: dict[str, Any]) -> None:
-    """Every model of protocol.py that a body reaches is a component with exactly its fields."""
+    """Every request model a body reaches is a component with exactly its fields."""
     schemas = document["components"]["schemas"]
     models = {name: cls for name, cls in vars(protocol).items()
               if isinstance(cls, type) and issubclass(cls, protocol.BaseModel)

@@ -33,10 +33,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from derender.core import parsers
-from derender.core.parsers import deepseek
+from derender.core.decoding.vocab import MARKUP
+from derender.core.parsers.formats import deepseek
 from derender.core.parsers.tools import ToolContext
-from derender.core.state_codec import Reader, Writer
-from derender.core.vocab import MARKUP
+from derender.core.state.codec import Reader, Writer
 from tests.conftest import tokenizer
 from tests.test_parser_properties import PROPS, json_strings, json_text, json_values
 from tests.test_parser_rules import NAMED, TOOLS, calls, chat, fields, ids_of, stream_fold

@@ -16,13 +16,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from derender.contract.requests import ChatRequest
 from derender.core import parsers
-from derender.core.parsers import dsml, engine
+from derender.core.decoding.vocab import MARKUP
+from derender.core.parsers import engine
 from derender.core.parsers.engine import MAX_HEAD, MAX_NAME, MAX_SPACE, MAX_VALUE
+from derender.core.parsers.formats import dsml
 from derender.core.parsers.tools import ToolContext
-from derender.core.state_codec import Reader, Writer
-from derender.core.vocab import MARKUP
-from derender.protocol import ChatRequest
+from derender.core.state.codec import Reader, Writer
 from derender.settings import Settings
 from tests.conftest import tokenizer, vocabulary
 from tests.test_parser_properties import PROPS

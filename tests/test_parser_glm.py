@@ -16,12 +16,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from derender.contract.requests import ChatRequest
 from derender.core import parsers
-from derender.core.parsers import engine, glm
+from derender.core.decoding.vocab import MARKUP
+from derender.core.parsers import engine
 from derender.core.parsers.engine import MAX_NAME, MAX_SPACE, MAX_VALUE
+from derender.core.parsers.formats import glm
 from derender.core.parsers.tools import ToolContext
-from derender.core.vocab import MARKUP
-from derender.protocol import ChatRequest
 from tests.conftest import tokenizer, vocabulary
 from tests.test_parser_dsml import TOOLS
 from tests.test_parser_properties import PROPS

@@ -26,10 +26,15 @@ import pytest
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
-from derender.core.parsers import harmony
-from derender.core.parsers.harmony import MAX_HEADER, HarmonyState, Kind, Phase
+from derender.core.parsers.formats import harmony
+from derender.core.parsers.formats.harmony import (
+    MAX_HEADER,
+    HarmonyState,
+    Kind,
+    Phase,
+)
 from derender.core.registry import ModelRegistry, read_model_info
-from derender.core.state_codec import Reader, Writer
+from derender.core.state.codec import Reader, Writer
 from tests.conftest import model_folder, require_model, tokenizer, vocabulary
 from tests.test_parser_properties import (
     PROPS,

@@ -19,10 +19,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from derender.core import parsers
-from derender.core.parsers import deepseek, reasoning
+from derender.core.decoding.vocab import MARKUP
+from derender.core.parsers import reasoning
+from derender.core.parsers.formats import deepseek
 from derender.core.parsers.tools import ToolContext
-from derender.core.state_codec import Reader, Writer
-from derender.core.vocab import MARKUP
+from derender.core.state.codec import Reader, Writer
 from tests.test_parser_rules import fields, ids_of, post
 from tests.tool_streams import check_round_trips, feed_all, requests, run_both
 

@@ -29,9 +29,9 @@ from typing import Any
 
 import pytest
 
-from derender.core.parsers import llama3_json
+from derender.core.parsers.formats import llama3_json
 from derender.core.parsers.tools import ToolCallDelta, ToolContext
-from derender.core.state_codec import Reader, Writer
+from derender.core.state.codec import Reader, Writer
 from tests.conftest import vocabulary
 from tests.test_parser_properties import Chunking, check_equal, fold, non_streaming, streaming
 from tests.test_parser_rules import (

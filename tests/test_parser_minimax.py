@@ -18,13 +18,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from derender.contract.requests import ChatRequest
 from derender.core import parsers
-from derender.core.parsers import engine, minimax, reasoning
+from derender.core.decoding.vocab import MARKUP
+from derender.core.parsers import engine, reasoning
 from derender.core.parsers.engine import MAX_SPACE, MAX_VALUE
+from derender.core.parsers.formats import minimax
 from derender.core.parsers.tools import ToolContext
-from derender.core.state_codec import Reader, Writer
-from derender.core.vocab import MARKUP
-from derender.protocol import ChatRequest
+from derender.core.state.codec import Reader, Writer
 from tests.conftest import tokenizer, vocabulary
 from tests.test_parser_dsml import TOOLS
 from tests.test_parser_properties import PROPS

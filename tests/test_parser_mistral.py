@@ -13,7 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from derender.core import parsers
-from derender.core.parsers import mistral, reasoning
+from derender.core.parsers import reasoning
+from derender.core.parsers.formats import mistral
 from derender.core.parsers.tools import ToolContext
 from tests.conftest import tokenizer
 from tests.test_parser_properties import PROPS, json_strings, json_text, json_values

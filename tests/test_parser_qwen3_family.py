@@ -19,12 +19,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from derender.contract.requests import ChatRequest
 from derender.core import parsers
-from derender.core.parsers import hermes, llama3_json, qwen3_coder, reasoning
+from derender.core.parsers import reasoning
+from derender.core.parsers.formats import hermes, llama3_json, qwen3_coder
 from derender.core.parsers.reasoning import MAX_HELD_SPACE, MAX_SWAP, ReasoningState
 from derender.core.parsers.tools import ToolContext
-from derender.core.state_codec import Reader, Writer
-from derender.protocol import ChatRequest
+from derender.core.state.codec import Reader, Writer
 from tests.conftest import vocabulary
 from tests.test_parser_properties import END_THINK, IM_END, PROMPTS, PROPS, QWEN, THINK, enc
 from tests.test_parser_qwen3_coder import TOOLS, outputs

@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from derender.core.parsers import hermes
+from derender.core.parsers.formats import hermes
 from derender.core.parsers.tools import MAX_LEADING_SPACE
 from tests.conftest import tokenizer
 

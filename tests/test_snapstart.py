@@ -20,11 +20,12 @@ from typing import Any
 import pytest
 import snapshot_restore_py
 
-from derender import aws_keys, snapstart
 from derender.app import keys
 from derender.app.keys import ConfiguredKeyRing
-from derender.core.state_token import KeyRing
-from derender.lambda_adapter import LambdaHandler
+from derender.aws import keys as aws_keys
+from derender.awslambda import snapstart
+from derender.awslambda.adapter import LambdaHandler
+from derender.core.state.token import KeyRing
 from derender.settings import Settings
 from tests.test_callers import EVENTS, LAYER_MODELS, next_call
 from tests.test_lambda_events import FakeLambdaContext

@@ -38,8 +38,13 @@ from hypothesis import strategies as st
 
 from derender.app.main import create_app
 from derender.core.errors import BadRequestError
-from derender.core.state_token import KeyRing, sign, verify
-from derender.core.stream_state import FINGERPRINT_BYTES, StreamState, decode_state, encode_state
+from derender.core.state.stream import (
+    FINGERPRINT_BYTES,
+    StreamState,
+    decode_state,
+    encode_state,
+)
+from derender.core.state.token import KeyRing, sign, verify
 from derender.settings import Settings
 from tests import test_state_token
 from tests.conftest import LAYER_MODELS

@@ -5,7 +5,7 @@ state is refused with a 400 in vLLM's error envelope and a message that says wha
 never a 500, never a chunk. Keys rotate without breaking streams in flight, and the state of
 the plain path stays small whatever the position in the stream.
 
-Token layout (core/state_token.py, design.md §5): URL-safe base64 without padding of
+Token layout (core/state/token.py, design.md §5): URL-safe base64 without padding of
 ``version | key id length | key id | payload | HMAC-SHA256``.
 """
 
@@ -32,8 +32,8 @@ import derender.core.streaming as streaming_module
 from derender.app.main import create_app
 from derender.core.errors import BadRequestError
 from derender.core.registry import ModelRegistry
-from derender.core.state_token import KeyRing, sign, verify
-from derender.core.stream_state import decode_state, encode_state
+from derender.core.state.stream import decode_state, encode_state
+from derender.core.state.token import KeyRing, sign, verify
 from derender.settings import Settings
 from tests.conftest import ROOT, model_folder, require_model
 

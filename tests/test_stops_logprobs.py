@@ -15,14 +15,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from derender.contract.requests import ChatRequest, CompletionRequest, GenerateLogProbs
 from derender.core.chat import chat_top_logprobs
 from derender.core.completions import completion_keep
-from derender.core.detokenizer import DecodeWindow
-from derender.core.logprobs import chat_logprobs, completion_logprobs, resolve_logprobs
-from derender.core.sequence import decode_settings, sequence_text
-from derender.core.stops import StopReason
-from derender.core.vocab import Vocabulary
-from derender.protocol import ChatRequest, CompletionRequest, GenerateLogProbs
+from derender.core.decoding.detokenizer import DecodeWindow
+from derender.core.decoding.logprobs import chat_logprobs, completion_logprobs, resolve_logprobs
+from derender.core.decoding.sequence import decode_settings, sequence_text
+from derender.core.decoding.stops import StopReason
+from derender.core.decoding.vocab import Vocabulary
 from tests.conftest import reference, require_model, vocabulary
 
 HELLO = [9707, 1879, 0, 2585, 525, 498]  # "Hello world! How are you" (spec, Qwen3)

@@ -19,9 +19,9 @@ import pytest
 from fastapi import FastAPI
 
 from derender.app.main import create_app
-from derender.lambda_adapter import LambdaHandler
+from derender.awslambda.adapter import LambdaHandler
+from derender.awslambda.telemetry import MAX_USAGE_BODY_BYTES, completion_tokens, route_of
 from derender.settings import Settings
-from derender.telemetry import MAX_USAGE_BODY_BYTES, completion_tokens, route_of
 
 ROOT = Path(__file__).resolve().parent.parent
 EVENTS = ROOT / "events"

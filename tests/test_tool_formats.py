@@ -22,10 +22,10 @@ from hypothesis import strategies as st
 
 from derender.core import parsers
 from derender.core.errors import BadRequestError
-from derender.core.parsers import hermes, llama3_json, pythonic
+from derender.core.parsers.formats import hermes, llama3_json, pythonic
 from derender.core.parsers.reasoning import ReasoningState
 from derender.core.parsers.tools import ToolContext
-from derender.core.stream_state import StreamState, decode_state, encode_state
+from derender.core.state.stream import StreamState, decode_state, encode_state
 from tests.conftest import tokenizer
 from tests.test_parser_properties import PROPS, json_strings, json_text, json_values
 from tests.test_state_fuzz import fields_of, leb128

@@ -18,7 +18,7 @@ import tiktoken
 from tiktoken.load import load_tiktoken_bpe
 
 from derender.compact import CompactionError, compact_folder, verify_folder
-from derender.core.bytevocab import tiktoken_spec
+from derender.core.decoding.bytevocab import tiktoken_spec
 from derender.core.registry import DECODE_SPEC, ModelRegistry, load_vocabulary
 from tests.byte_vocab_checks import (
     check_every_id,

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from derender.core import parsers
 from derender.core.parsers import engine
 from derender.core.parsers.tools import ToolContext
-from derender.core.state_codec import Reader, Writer
+from derender.core.state.codec import Reader, Writer
 from tests.conftest import tokenizer
 from tests.test_parser_properties import check_equal, chunkings, fold, non_streaming, streaming
 

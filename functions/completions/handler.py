@@ -5,6 +5,6 @@ reused by every invocation. Models come from ``DERENDER_MODELS_DIR`` (on Lambda 
 tokenizer layer at ``/opt/tokenizers``).
 """
 
-from derender.lambda_adapter import LambdaHandler
+from derender.awslambda.adapter import LambdaHandler
 
 handler = LambdaHandler()

@@ -13,9 +13,9 @@ and any ``--text`` files, encoded by the original, whole and in random slices) a
 id sequences. A difference stops the build (exit status 1).
 
 A folder with Mistral's ``tekken.json`` or a Kimi-style ``tiktoken.model`` instead (see
-``core/bytevocab.py``) is compacted the same way, to a version 2 ``decode.json``. Its reference
-is ``ByteReference``: the original file read again on its own (token bytes from base64,
-special names) and decoded as ``mistral_common`` and ``tiktoken`` decode (the UTF-8 of the
+``core/decoding/bytevocab.py``) is compacted the same way, to a version 2 ``decode.json``.
+Its reference is ``ByteReference``: the original file read again on its own (token bytes from
+base64, special names) and decoded as ``mistral_common`` and ``tiktoken`` decode (the UTF-8 of the
 bytes with ``errors="replace"``; tekken's special tokens split the runs and show their names),
 so the build needs neither package. Every id's piece and decode, the special and EOS ids and
 random id sequences are compared (real text needs an encoder, which only ``tokenizer.json``
@@ -38,7 +38,8 @@ from pathlib import Path
 
 from tokenizers import Tokenizer
 
-from derender.core.bytevocab import KIMI_SPECIAL_COUNT, TEKKEN_LEGACY_SPECIALS
+from derender.core.decoding.bytevocab import KIMI_SPECIAL_COUNT, TEKKEN_LEGACY_SPECIALS
+from derender.core.decoding.vocab import Vocabulary
 from derender.core.registry import (
     DECODE_SPEC,
     TEKKEN,
@@ -48,7 +49,6 @@ from derender.core.registry import (
     original_spec,
     original_tokenizer,
 )
-from derender.core.vocab import Vocabulary
 
 SAMPLE = """\
 The lighthouse keeper wrote: "Wind NW, fresh. Lamp lit 16:42."  Two   spaces, tabs\tand

@@ -7,9 +7,9 @@ import secrets
 import threading
 from typing import Protocol
 
-from derender.aws_keys import aws_key_provider
+from derender.aws.keys import aws_key_provider
 from derender.core.errors import DerenderError
-from derender.core.state_token import KeyRing
+from derender.core.state.token import KeyRing
 from derender.settings import (
     SIGNING_KEYS,
     SIGNING_KEYS_SECRET,

@@ -25,21 +25,21 @@ from derender.app.errors import (
     schema_error_body,
 )
 from derender.app.keys import key_provider
-from derender.aws_models import download_models
-from derender.callers import caller_of
-from derender.core.bounds import RequestLimits, check_request_limits
-from derender.core.chat import derender_chat, derender_chat_stream
-from derender.core.completions import derender_completion, derender_completion_stream
-from derender.core.errors import DerenderError
-from derender.core.registry import ModelRegistry, ServedModel
-from derender.core.state_token import sign, verify
-from derender.core.stream_state import StreamState, decode_state, encode_state
-from derender.protocol import (
+from derender.aws.callers import caller_of
+from derender.aws.models import download_models
+from derender.contract.requests import (
     ChatBody,
     CompletionBody,
     DerenderChatStreamBatchRequest,
     DerenderCompletionStreamBatchRequest,
 )
+from derender.core.bounds import RequestLimits, check_request_limits
+from derender.core.chat import derender_chat, derender_chat_stream
+from derender.core.completions import derender_completion, derender_completion_stream
+from derender.core.errors import DerenderError
+from derender.core.registry import ModelRegistry, ServedModel
+from derender.core.state.stream import StreamState, decode_state, encode_state
+from derender.core.state.token import sign, verify
 from derender.settings import MAX_BODY_BYTES, Settings
 
 JSON = dict[str, Any]

@@ -2,10 +2,11 @@
 
 The derender routes are plain Starlette routes (their bodies are parsed by the app), so
 FastAPI cannot see them; this module describes them by hand. Request bodies are the real
-unions of ``derender.protocol`` (field descriptions are its attribute docstrings), tightened
-only where the handlers refuse what JSON schema can say (negative token ids, a choice index
-out of range, a ``generate_chunks`` key outside the batch form). Responses are the models
-below, which mirror the dicts ``derender.core.chat`` and ``derender.core.completions`` build:
+unions of ``derender.contract.requests`` (field descriptions are its attribute
+docstrings), tightened only where the handlers refuse what JSON schema can say (negative
+token ids, a choice index out of range, a ``generate_chunks`` key outside the batch form).
+Responses are the models below, which mirror the dicts ``derender.core.chat`` and
+``derender.core.completions`` build:
 every key is always present, nulls included; only an empty ``tool_calls`` is left out.
 
 Imported on the first request of the document, never at cold start.
@@ -21,8 +22,8 @@ from fastapi import FastAPI
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 from pydantic.json_schema import JsonSchemaMode
 
-from derender import protocol
-from derender.protocol import MAX_BATCH_CHUNKS, GenerateMetrics, PromptLogprob
+from derender.contract import requests as protocol
+from derender.contract.requests import MAX_BATCH_CHUNKS, GenerateMetrics, PromptLogprob
 
 JSON = dict[str, Any]
 REF = "#/components/schemas/{model}"
@@ -478,7 +479,7 @@ class ModelList(_Out):
 
 # --------------------------------------------------------------------------- request docs
 
-# Fields of derender.protocol without a docstring of their own.
+# Fields of derender.contract.requests without a docstring of their own.
 _FIELD_DOCS = {
     "stream": "Absent or false: the whole answer at once; true: one streaming call.",
     "model": "Served model name; null or empty selects the default model.",
@@ -549,7 +550,7 @@ _FIELD_DOCS = {
 
 
 def _attribute_docs() -> dict[str, dict[str, str]]:
-    """Attribute docstrings of ``derender.protocol``'s classes, as pydantic would read them."""
+    """Attribute docstrings of ``derender.contract.requests``' classes, as pydantic reads them."""
     try:
         tree = ast.parse(inspect.getsource(protocol))
     except (OSError, TypeError):  # no source shipped: the fallback texts only
@@ -597,7 +598,7 @@ def _integers(node: Any, **bounds: int) -> None:
 
 
 def _describe_requests(schemas: dict[str, JSON], served: list[str]) -> None:
-    """Every request field's description from protocol.py (else the texts above)."""
+    """Every request field's description from contract/requests.py (else the texts above)."""
     docs = _attribute_docs()
     for name, schema in schemas.items():
         cls = getattr(protocol, name, None)

@@ -12,15 +12,15 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from derender.core.errors import BadRequestError
-from derender.core.registry import ModelInfo
-from derender.protocol import (
+from derender.contract.requests import (
     ChatRequest,
     CompletionRequest,
     GenerateLogProbs,
     GenerateTokensResponse,
     GenerateTokensStreamResponse,
 )
+from derender.core.errors import BadRequestError
+from derender.core.registry import ModelInfo
 from derender.settings import (
     MAX_N_SEQUENCES,
     MAX_STOP_STRING_CHARS,

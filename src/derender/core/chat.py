@@ -6,6 +6,13 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from derender.contract.requests import (
+    ChatRequest,
+    DerenderChatRequest,
+    DerenderChatStreamBatchRequest,
+    DerenderChatStreamRequest,
+    GenerateTokensStreamResponse,
+)
 from derender.core import parsers
 from derender.core.bounds import (
     check_logprob_range,
@@ -13,13 +20,13 @@ from derender.core.bounds import (
     check_response_bounds,
     check_token_range,
 )
-from derender.core.detokenizer import seed_window
+from derender.core.decoding.detokenizer import seed_window
+from derender.core.decoding.logprobs import chat_logprobs, resolve_logprobs
+from derender.core.decoding.sequence import decode_settings, sequence_text
 from derender.core.errors import BadRequestError
-from derender.core.logprobs import chat_logprobs, resolve_logprobs
 from derender.core.parsers.tools import ParsedDelta
 from derender.core.registry import ServedModel
-from derender.core.sequence import decode_settings, sequence_text
-from derender.core.stream_state import StreamState
+from derender.core.state.stream import StreamState
 from derender.core.streaming import (
     ChoiceStep,
     StreamSettings,
@@ -28,13 +35,6 @@ from derender.core.streaming import (
     stream_usage,
 )
 from derender.core.usage import usage
-from derender.protocol import (
-    ChatRequest,
-    DerenderChatRequest,
-    DerenderChatStreamBatchRequest,
-    DerenderChatStreamRequest,
-    GenerateTokensStreamResponse,
-)
 
 JSON = dict[str, Any]
 

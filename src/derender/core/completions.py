@@ -7,18 +7,25 @@ import sys
 import time
 from typing import Any
 
+from derender.contract.requests import (
+    CompletionRequest,
+    DerenderCompletionRequest,
+    DerenderCompletionStreamBatchRequest,
+    DerenderCompletionStreamRequest,
+    GenerateTokensStreamResponse,
+)
 from derender.core.bounds import (
     check_logprob_range,
     check_prompt_length,
     check_response_bounds,
     check_token_range,
 )
-from derender.core.detokenizer import seed_window
+from derender.core.decoding.detokenizer import seed_window
+from derender.core.decoding.logprobs import completion_logprobs, resolve_logprobs
+from derender.core.decoding.sequence import decode_settings, sequence_text
 from derender.core.errors import BadRequestError
-from derender.core.logprobs import completion_logprobs, resolve_logprobs
 from derender.core.registry import ServedModel
-from derender.core.sequence import decode_settings, sequence_text
-from derender.core.stream_state import StreamState
+from derender.core.state.stream import StreamState
 from derender.core.streaming import (
     ChoiceStep,
     StreamSettings,
@@ -27,13 +34,6 @@ from derender.core.streaming import (
     stream_usage,
 )
 from derender.core.usage import usage
-from derender.protocol import (
-    CompletionRequest,
-    DerenderCompletionRequest,
-    DerenderCompletionStreamBatchRequest,
-    DerenderCompletionStreamRequest,
-    GenerateTokensStreamResponse,
-)
 
 JSON = dict[str, Any]
 

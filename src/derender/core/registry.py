@@ -2,7 +2,7 @@
 
 A models folder holds one folder per model: ``tokenizer.json`` or its decode-only form
 ``decode.json``, or instead Mistral's ``tekken.json`` or a Kimi-style ``tiktoken.model``
-(``core/bytevocab.py``; one of these is required, the first found in that order is read),
+(``core/decoding/bytevocab.py``; one of these is required, the first found in that order is read),
 ``tokenizer_config.json`` (special tokens, EOS),
 ``generation_config.json`` (extra EOS ids), ``config.json`` (``max_position_embeddings`` →
 max_model_len) and an optional ``derender.json`` manifest (``served_names``,
@@ -22,17 +22,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from derender.core.bytevocab import tekken_spec, tiktoken_spec
+from derender.core.decoding.bytevocab import tekken_spec, tiktoken_spec
+from derender.core.decoding.vocab import Vocabulary, decode_spec
 from derender.core.errors import NotFoundError
 from derender.core.parsers import (
     HARMONY_REASONING,
     HARMONY_TOOLS,
     REASONING_PARSERS,
     TOOL_PARSERS,
-    harmony,
     pairing_error,
 )
-from derender.core.vocab import Vocabulary, decode_spec
+from derender.core.parsers.formats import (
+    harmony,
+)
 
 MANIFEST = "derender.json"
 TOKENIZER = "tokenizer.json"

@@ -14,17 +14,18 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from derender.contract.requests import (
+    GenerateStreamChoice,
+    GenerateTokensStreamResponse,
+    GenerateUsage,
+)
 from derender.core import parsers
 from derender.core.bounds import check_logprob_range, check_stream_bounds, check_token_range
-from derender.core.detokenizer import detokenize, seed_window
-from derender.core.errors import BadRequestError
-from derender.core.logprobs import CONTEXT_IDS, Resolved, resolve_logprobs
-from derender.core.markers import pending_prefix
-from derender.core.parsers import ParserSettings
-from derender.core.parsers.tools import ToolCallDelta
-from derender.core.registry import ServedModel
-from derender.core.sequence import DecodeSettings
-from derender.core.stops import (
+from derender.core.decoding.detokenizer import detokenize, seed_window
+from derender.core.decoding.logprobs import CONTEXT_IDS, Resolved, resolve_logprobs
+from derender.core.decoding.markers import pending_prefix
+from derender.core.decoding.sequence import DecodeSettings
+from derender.core.decoding.stops import (
     StopReason,
     cut_at_stop_string,
     drop_stop_token,
@@ -32,10 +33,13 @@ from derender.core.stops import (
     is_stop_token,
     stop_string_candidates,
 )
-from derender.core.stream_state import StopProgress, StreamState, fingerprint
+from derender.core.decoding.vocab import Vocabulary
+from derender.core.errors import BadRequestError
+from derender.core.parsers import ParserSettings
+from derender.core.parsers.tools import ToolCallDelta
+from derender.core.registry import ServedModel
+from derender.core.state.stream import StopProgress, StreamState, fingerprint
 from derender.core.usage import usage
-from derender.core.vocab import Vocabulary
-from derender.protocol import GenerateStreamChoice, GenerateTokensStreamResponse, GenerateUsage
 
 JSON = dict[str, Any]
 Route = Literal["chat", "completions"]
@@ -57,7 +61,7 @@ class StreamSettings:
     parsing: ParserSettings | None = None
     """Reasoning/tool parsing (chat with a parser configured)."""
     caller: str | None = None
-    """The authenticated caller (``derender.callers``); None where the call names none."""
+    """The authenticated caller (``derender.aws.callers``); None where the call names none."""
 
     @property
     def text_vocab(self) -> Vocabulary:

@@ -14,11 +14,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from derender.contract.requests import ChatRequest
+from derender.core.decoding.vocab import MARKUP, RESTORE_MARKUP, Vocabulary
 from derender.core.errors import BadRequestError
 from derender.core.parsers import (
+    engine,
+    reasoning,
+)
+from derender.core.parsers.formats import (
     deepseek,
     dsml,
-    engine,
     gemma4,
     glm,
     harmony,
@@ -28,7 +33,6 @@ from derender.core.parsers import (
     mistral,
     pythonic,
     qwen3_coder,
-    reasoning,
 )
 from derender.core.parsers.reasoning import ReasoningFormat, ReasoningState
 from derender.core.parsers.tools import (
@@ -38,8 +42,6 @@ from derender.core.parsers.tools import (
     ToolFormat,
     ToolState,
 )
-from derender.core.vocab import MARKUP, RESTORE_MARKUP, Vocabulary
-from derender.protocol import ChatRequest
 
 TOOL_FORMATS: dict[str, ToolFormat[Any]] = {
     fmt.name: fmt for fmt in (hermes.FORMAT, llama3_json.FORMAT, pythonic.FORMAT,

@@ -39,8 +39,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
-from derender.core.markers import earliest, pending_prefix
-from derender.core.parsers.qwen3_coder import coerce, schema_mask
+from derender.core.decoding.markers import earliest, pending_prefix
+from derender.core.decoding.vocab import MARKUP
+from derender.core.parsers.formats.qwen3_coder import coerce, schema_mask
 from derender.core.parsers.tools import (
     MAX_LEADING_SPACE,
     ToolCallDelta,
@@ -49,8 +50,7 @@ from derender.core.parsers.tools import (
     ToolState,
     merge,
 )
-from derender.core.state_codec import Reader, Writer
-from derender.core.vocab import MARKUP
+from derender.core.state.codec import Reader, Writer
 
 CONTENT, REASONING, PREAMBLE, NAME, ARGS, BETWEEN = range(6)
 PHASES = ("content", "reasoning", "preamble", "name", "args", "between")

@@ -35,9 +35,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from derender.core.markers import earliest, pending_prefix
-from derender.core.state_codec import Reader, Writer
-from derender.core.vocab import Vocabulary
+from derender.core.decoding.markers import earliest, pending_prefix
+from derender.core.decoding.vocab import Vocabulary
+from derender.core.state.codec import Reader, Writer
 
 THINK, END_THINK, TOOL_CALL = "<think>", "</think>", "<tool_call>"
 MAX_HELD_SPACE = 256

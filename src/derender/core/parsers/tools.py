@@ -15,8 +15,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from derender.core.markers import pending_prefix
-from derender.core.state_codec import Reader, Writer
+from derender.core.decoding.markers import pending_prefix
+from derender.core.state.codec import Reader, Writer
 
 MAX_LEADING_SPACE = 256
 """Whitespace before a format's first call that is dropped with it; more is content (a stream

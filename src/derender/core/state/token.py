@@ -6,7 +6,7 @@ Layout (then URL-safe base64 without padding)::
 
 The MAC covers everything before it and is checked, in constant time, before any byte of the
 payload is read. The payload is the state codec's compact binary encoding
-(``derender.core.stream_state``). A key ring verifies tokens signed by any of its keys and
+(``derender.core.state.stream``). A key ring verifies tokens signed by any of its keys and
 signs with its current one, so keys rotate without breaking streams in flight.
 """
 

@@ -38,11 +38,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from derender.core.markers import earliest, pending_prefix
-from derender.core.parsers.qwen3_coder import STRING, coerce, schema_mask
+from derender.core.decoding.markers import earliest, pending_prefix
+from derender.core.parsers.formats.qwen3_coder import STRING, coerce, schema_mask
 from derender.core.parsers.reasoning import ReasoningFormat
 from derender.core.parsers.tools import ToolCallDelta, ToolContext, ToolFormat, ToolState, merge
-from derender.core.state_codec import Reader, Writer
+from derender.core.state.codec import Reader, Writer
 
 TOOL_START, TOOL_END, QUOTE = "<|tool_call>", "<tool_call|>", '<|"|>'
 CHANNEL_START, CHANNEL_END = "<|channel>", "<channel|>"

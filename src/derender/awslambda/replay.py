@@ -1,6 +1,6 @@
 """Replay a Lambda event through a function's real handler: ``sam local invoke`` without Docker.
 
-``python -m derender.replay [FUNCTION] EVENT_FILE [--body]`` loads
+``python -m derender.awslambda.replay [FUNCTION] EVENT_FILE [--body]`` loads
 ``functions/<FUNCTION>/handler.py`` (or, outside a checkout, builds ``LambdaHandler()`` the
 same way), calls its ``handler(event, context)`` with a fake Lambda context and prints the
 Lambda response as JSON on stdout; ``--body`` also prints the decoded body, pretty-printed.
@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from derender.telemetry import event_path
+from derender.awslambda.telemetry import event_path
 
 ROOT = Path(__file__).resolve().parents[2]
 """The checkout holding ``functions/`` and ``layers/`` (when running from one)."""
@@ -76,7 +76,7 @@ def load_handler(function: str) -> Handler:
         os.environ["DERENDER_MODELS_DIR"] = str(ROOT / "layers" / "tokenizers")
     path = ROOT / "functions" / function / "handler.py"
     if not path.is_file():
-        from derender.lambda_adapter import LambdaHandler  # noqa: PLC0415 (slow import)
+        from derender.awslambda.adapter import LambdaHandler  # noqa: PLC0415 (slow import)
 
         return LambdaHandler()
     spec = importlib.util.spec_from_file_location(f"functions.{function}.handler", path)
@@ -111,7 +111,8 @@ def replay(function: str | None, event: dict[str, Any],
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Command line entry; returns the exit status."""
-    parser = argparse.ArgumentParser(prog="python -m derender.replay", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m derender.awslambda.replay",
+                                     description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("args", nargs="+", metavar="[FUNCTION] EVENT_FILE",
                         help=f"function ({', '.join(FUNCTIONS)}; default: from the path) "

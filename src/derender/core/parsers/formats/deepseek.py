@@ -46,7 +46,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from derender.core.markers import earliest, pending_prefix
+from derender.core.decoding.markers import earliest, pending_prefix
 from derender.core.parsers.tools import (
     MAX_LEADING_SPACE,
     ToolCallDelta,
@@ -57,7 +57,7 @@ from derender.core.parsers.tools import (
     leads_content,
     merge,
 )
-from derender.core.state_codec import Reader, Writer
+from derender.core.state.codec import Reader, Writer
 
 CALLS_BEGIN, CALLS_END = "<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>"
 CALL_BEGIN, CALL_END, SEP = "<｜tool▁call▁begin｜>", "<｜tool▁call▁end｜>", "<｜tool▁sep｜>"

@@ -13,8 +13,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from derender.core.vocab import REPLACEMENT_CHAR, Vocabulary
-from derender.protocol import GenerateLogProbs
+from derender.contract.requests import GenerateLogProbs
+from derender.core.decoding.vocab import REPLACEMENT_CHAR, Vocabulary
 
 CONTEXT_IDS = 4
 """How many previously sampled ids the correction looks back over (and the state keeps)."""

@@ -15,7 +15,7 @@ import logging
 import time
 from pathlib import Path, PurePosixPath
 
-from derender.aws_keys import boto3_client
+from derender.aws.keys import boto3_client
 
 log = logging.getLogger("derender")
 

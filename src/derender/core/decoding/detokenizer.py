@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from derender.core.vocab import REPLACEMENT_CHAR, Vocabulary
+from derender.core.decoding.vocab import REPLACEMENT_CHAR, Vocabulary
 
 BLOCK = 512
 """Ids per fast-path attempt (a window's worth of memory and a bounded retry)."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from derender.core.vocab import Vocabulary
+from derender.core.decoding.vocab import Vocabulary
 
 StopReason = int | str | None
 

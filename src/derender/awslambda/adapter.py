@@ -4,7 +4,7 @@ Mangum decodes the event before the app sees anything; a body that is not valid 
 text body that is not valid UTF-8, or ``"headers": null`` make it raise, which API Gateway
 would turn into a bare 500/502. Those are bad requests, so they get vLLM's envelope here.
 
-Every invocation writes one JSON line to stdout (``derender.telemetry``): the request id,
+Every invocation writes one JSON line to stdout (``derender.awslambda.telemetry``): the request id,
 route, status, latency, cold start and CloudWatch EMF metrics.
 """
 
@@ -22,16 +22,16 @@ from mangum import Mangum
 
 from derender.app.errors import envelope
 from derender.app.main import create_app
-from derender.aws_keys import preload_boto3
-from derender.settings import Settings
-from derender.snapstart import on_restore, renew_randomness
-from derender.telemetry import (
+from derender.aws.keys import preload_boto3
+from derender.awslambda.snapstart import on_restore, renew_randomness
+from derender.awslambda.telemetry import (
     completion_tokens,
     event_method,
     event_path,
     invocation_record,
     log_line,
 )
+from derender.settings import Settings
 
 log = logging.getLogger("derender")
 
@@ -78,7 +78,7 @@ class LambdaHandler:
 
     def after_restore(self) -> None:
         """A container restored from a SnapStart snapshot: renew what the init captured
-        (``derender.snapstart``), and count its first invocation as a cold start."""
+        (``derender.awslambda.snapstart``), and count its first invocation as a cold start."""
         renew_randomness()
         self.app.state.key_provider.renew()
         self._cold = True

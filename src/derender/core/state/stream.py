@@ -12,10 +12,16 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 
-from derender.core.detokenizer import DecodeWindow
+from derender.core.decoding.detokenizer import DecodeWindow
 from derender.core.errors import BadRequestError
-from derender.core.parsers import FORMATS_BY_TAG, ParserState, format_of, harmony, reasoning
-from derender.core.state_codec import MAX_VALUE, Reader, Writer
+from derender.core.parsers import (
+    FORMATS_BY_TAG,
+    ParserState,
+    format_of,
+    reasoning,
+)
+from derender.core.parsers.formats import harmony
+from derender.core.state.codec import MAX_VALUE, Reader, Writer
 
 __all__ = ["FINGERPRINT_BYTES", "MAX_VALUE", "StopProgress", "StreamState", "decode_state",
            "encode_state", "fingerprint"]

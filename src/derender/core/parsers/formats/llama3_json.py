@@ -32,7 +32,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from derender.core.markers import earliest, pending_prefix
+from derender.core.decoding.markers import earliest, pending_prefix
 from derender.core.parsers.json_value import STRING_PATTERN, ValueScan, scan
 from derender.core.parsers.tools import (
     MAX_LEADING_SPACE,
@@ -42,7 +42,7 @@ from derender.core.parsers.tools import (
     ToolState,
     merge,
 )
-from derender.core.state_codec import Reader, Writer
+from derender.core.state.codec import Reader, Writer
 
 PYTHON_TAG = "<|python_tag|>"
 MAX_HEAD = 512

@@ -46,7 +46,7 @@ from derender.core.parsers.engine import (
     fix_object,
     make_format,
 )
-from derender.core.parsers.qwen3_coder import coerce, schema_mask, schema_types
+from derender.core.parsers.formats.qwen3_coder import coerce, schema_mask, schema_types
 
 THINK_START, THINK_END = "<think>", "</think>"
 M2_TOOL_START, M2_TOOL_END = "<minimax:tool_call>", "</minimax:tool_call>"

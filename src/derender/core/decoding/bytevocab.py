@@ -24,7 +24,12 @@ import base64
 from collections.abc import Mapping
 from typing import Any
 
-from derender.core.vocab import BYTE_SPEC_VERSION, TEKKEN, TEKKEN_SHOWN, TIKTOKEN
+from derender.core.decoding.vocab import (
+    BYTE_SPEC_VERSION,
+    TEKKEN,
+    TEKKEN_SHOWN,
+    TIKTOKEN,
+)
 
 BYTE_LEVEL_DECODER = {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True,
                       "use_regex": True}

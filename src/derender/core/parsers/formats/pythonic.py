@@ -28,8 +28,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from derender.core.parsers import hermes
-from derender.core.parsers.hermes import HermesState
+from derender.core.parsers.formats import hermes
+from derender.core.parsers.formats.hermes import HermesState
 from derender.core.parsers.python_literals import (
     KINDS,
     MAX_DEPTH,
@@ -46,7 +46,7 @@ from derender.core.parsers.tools import (
     ToolState,
     merge,
 )
-from derender.core.state_codec import Reader, Writer
+from derender.core.state.codec import Reader, Writer
 
 MAX_HELD = 512
 """Characters of a call held until it closes; past them its name and arguments are sent."""

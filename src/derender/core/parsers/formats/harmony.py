@@ -26,9 +26,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from enum import IntEnum
 
+from derender.core.decoding.vocab import Vocabulary
 from derender.core.parsers.tools import ParsedDelta, ToolCallDelta, merge
-from derender.core.state_codec import Reader, Writer
-from derender.core.vocab import Vocabulary
+from derender.core.state.codec import Reader, Writer
 
 START, MESSAGE, CHANNEL, CONSTRAIN = "<|start|>", "<|message|>", "<|channel|>", "<|constrain|>"
 STOPS = ("<|end|>", "<|call|>", "<|return|>")

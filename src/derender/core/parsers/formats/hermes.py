@@ -14,7 +14,7 @@ import json
 import re
 from dataclasses import dataclass, field
 
-from derender.core.markers import earliest, pending_prefix
+from derender.core.decoding.markers import earliest, pending_prefix
 from derender.core.parsers.json_value import STRING_PATTERN, ValueScan, scan
 from derender.core.parsers.tools import (
     ToolCallDelta,
@@ -25,7 +25,7 @@ from derender.core.parsers.tools import (
     leads_content,
     merge,
 )
-from derender.core.state_codec import Reader, Writer
+from derender.core.state.codec import Reader, Writer
 
 OPEN, CLOSE = "<tool_call>", "</tool_call>"
 MAX_HEAD = 1024

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from derender.core.errors import DerenderError
-from derender.core.state_token import KeyRing
+from derender.core.state.token import KeyRing
 
 log = logging.getLogger("derender")
 

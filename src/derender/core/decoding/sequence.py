@@ -8,8 +8,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from derender.core.detokenizer import DecodeWindow, detokenize
-from derender.core.stops import (
+from derender.contract.requests import ChatRequest, CompletionRequest
+from derender.core.decoding.detokenizer import DecodeWindow, detokenize
+from derender.core.decoding.stops import (
     StopReason,
     StopSettings,
     cut_at_stop_string,
@@ -18,8 +19,7 @@ from derender.core.stops import (
     normalize_stop,
     stop_string_candidates,
 )
-from derender.core.vocab import Vocabulary
-from derender.protocol import ChatRequest, CompletionRequest
+from derender.core.decoding.vocab import Vocabulary
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,7 +18,7 @@ tokens and ``additional_special_tokens`` of ``tokenizer_config.json``), not the 
 of ``tokenizer.json``, which marks many more added tokens (Llama 3's reserved tokens, Qwen3's
 ``<think>``).
 
-Two tokenizers without ``tokenizer.json`` load into the same shape (``core/bytevocab.py``):
+Two tokenizers without ``tokenizer.json`` load into the same shape (``core/decoding/bytevocab.py``):
 Mistral's ``tekken.json`` and a Kimi-style ``tiktoken.model``. Both are byte-level BPEs, so their
 pieces are written in GPT-2's byte alphabet and decoded by the ``ByteLevel`` decoder; their
 special tokens are pieces holding their text. Their decode specs (version 2) say which
@@ -42,9 +42,10 @@ from tokenizers.decoders import Decoder
 REPLACEMENT_CHAR = "\ufffd"
 DECODE_SPEC_VERSION = 1
 BYTE_SPEC_VERSION = 2
-"""Decode specs of ``tekken.json``/``tiktoken.model`` vocabularies (``core/bytevocab.py``): the
-fields of version 1 plus ``kind`` and, for tekken, ``special_ids``, ``eos_id`` and
-``hidden_ids``. A reader that only knows version 1 refuses them instead of misreading them."""
+"""Decode specs of ``tekken.json``/``tiktoken.model`` vocabularies
+(``core/decoding/bytevocab.py``): the fields of version 1 plus ``kind`` and, for tekken,
+``special_ids``, ``eos_id`` and ``hidden_ids``. A reader that only knows
+version 1 refuses them instead of misreading them."""
 HF, TEKKEN, TIKTOKEN = "hf", "tekken", "tiktoken"
 
 TEKKEN_SHOWN = ("[TOOL_CALLS]", "[ARGS]", "[THINK]", "[/THINK]")

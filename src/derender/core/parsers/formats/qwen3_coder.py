@@ -45,9 +45,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
-from derender.core.markers import earliest, pending_prefix
+from derender.core.decoding.markers import earliest, pending_prefix
 from derender.core.parsers.tools import ToolCallDelta, ToolContext, ToolFormat, ToolState, merge
-from derender.core.state_codec import Reader, Writer
+from derender.core.state.codec import Reader, Writer
 
 TOOL_START, TOOL_END = "<tool_call>", "</tool_call>"
 FUNC_PREFIX, FUNC_END = "<function=", "</function>"

@@ -49,10 +49,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from derender.core.markers import earliest, pending_prefix
+from derender.core.decoding.markers import earliest, pending_prefix
 from derender.core.parsers.engine import fix_object
+from derender.core.parsers.formats.llama3_json import _could_be_head
 from derender.core.parsers.json_value import STRING_PATTERN, ValueScan, scan
-from derender.core.parsers.llama3_json import _could_be_head
 from derender.core.parsers.tools import (
     MAX_LEADING_SPACE,
     ToolCallDelta,
@@ -61,7 +61,7 @@ from derender.core.parsers.tools import (
     ToolState,
     merge,
 )
-from derender.core.state_codec import Reader, Writer
+from derender.core.state.codec import Reader, Writer
 
 TOOL_CALLS, ARGS = "[TOOL_CALLS]", "[ARGS]"
 MAX_NAME = 512
