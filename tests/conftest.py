@@ -11,6 +11,7 @@ import pytest
 from fastapi.testclient import TestClient
 from tokenizers import Tokenizer
 
+import tests.hypothesis_profiles  # noqa: F401  (first: test settings inherit the profile)
 from derender.app.main import create_app
 from derender.core.decoding.vocab import Vocabulary
 from derender.core.registry import ModelRegistry, ServedModel, load_vocabulary, read_model_info
