@@ -1,6 +1,6 @@
 """The DeepSeek tool-call formats: ``deepseek_v3`` (DeepSeek V3, R1-0528) and ``deepseek_v31``
 (DeepSeek V3.1, V3.2), as vLLM 0.33's ``DeepSeekV3ToolParser`` and ``DeepSeekV31ToolParser``
-read them. Calls are wrapped in marker tokens, matched by id (``vocab.MARKUP``)::
+read them. Calls are wrapped in marker tokens, matched by id (``registry.MARKUP``)::
 
     deepseek_v3:  <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME
                   ```json
