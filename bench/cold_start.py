@@ -2,6 +2,7 @@
 
     make layers LAYER_ARCH=x86_64 LAYERS=build/layers-host   # this machine's architecture
     python bench/cold_start.py [--layers build/layers-host] [--rounds 15] [--warm-rounds 20]
+        [--shipped-only] [--compare before=build/layers-before]
 
 Each run is a fresh Python 3.12 process with only the dependencies layer and the chat
 function's folder on ``sys.path`` (``bench/_cold_start_child.py``): the time from starting the
@@ -103,6 +104,11 @@ def main() -> None:
     parser.add_argument("--layers", type=Path, default=REPO / "build/layers-host")
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--warm-rounds", type=int, default=20)
+    parser.add_argument("--compare", action="append", default=[], metavar="LABEL=LAYERS",
+                        help="another build's layers (e.g. before a change), run interleaved "
+                             "with the others as the build LABEL")
+    parser.add_argument("--shipped-only", action="store_true",
+                        help="skip the no .pyc and full tokenizer.json builds")
     args = parser.parse_args()
     deps = args.layers / "deps/python"
     models = args.layers / "tokenizers/tokenizers"
@@ -117,6 +123,10 @@ def main() -> None:
         shutil.copytree(deps, no_pyc, ignore=shutil.ignore_patterns("__pycache__"))
         variants = {"shipped": (deps, models), "no .pyc": (no_pyc, models),
                     "full tokenizer.json": (deps, REPO / "layers/tokenizers")}
+        if args.shipped_only:
+            variants = {"shipped": variants["shipped"]}
+        for label, other in (item.split("=", 1) for item in args.compare):
+            variants[label] = (Path(other) / "deps/python", Path(other) / "tokenizers/tokenizers")
         results: dict[str, list[dict[str, Any]]] = {name: [] for name in variants}
         run_once(python, deps, models, events, 0)  # page cache warm for every variant alike
         for _ in range(args.rounds):

@@ -16,8 +16,9 @@ from hypothesis import strategies as st
 from derender.contract.requests import ChatRequest
 from derender.core import parsers
 from derender.core.decoding.detokenizer import DecodeWindow, detokenize
-from derender.core.decoding.vocab import MARKUP, RESTORE_MARKUP
+from derender.core.parsers import RESTORE_MARKUP
 from derender.core.parsers.formats import hermes, mistral
+from derender.core.parsers.registry import MARKUP, WithoutTools
 from derender.core.parsers.tools import ToolContext
 from derender.core.registry import load_vocabulary
 from tests.conftest import FIXTURES, load_case, model_folder, tokenizer
@@ -169,7 +170,7 @@ def test_marked_decode_escapes_only_model_text(text: str, cuts: list[int]) -> No
     marked, window, parts = "", DecodeWindow(), []
     bounds = [0, *sorted({min(c, len(ids)) for c in cuts}), len(ids)]
     for start, end in itertools.pairwise(bounds):
-        part, window = detokenize(vocab.marked, window, ids[start:end], False)
+        part, window = detokenize(parsers.marked(vocab), window, ids[start:end], False)
         parts.append(part)
     marked = "".join(parts)
     assert marked.translate(RESTORE_MARKUP) == plain
@@ -257,7 +258,8 @@ def test_calls_parsed_without_tools_or_under_none_as_vllm(number: int) -> None:
     parsed_by_vllm = not any(opener in content for opener in OPENERS)
     assert settings.tools == parsed_by_vllm
     assert not settings.keep_calls
-    assert (tool_parser in parsers.PARSED_WITHOUT_TOOLS) == parsed_by_vllm or request.tools
+    as_called = parsers.tool_record(tool_parser).without_tools is WithoutTools.AS_CALLED  # type: ignore[union-attr]
+    assert as_called == parsed_by_vllm or request.tools
 
 
 def test_empty_tools_are_refused_as_vllm_refuses_them(qwen: Any) -> None:

@@ -33,8 +33,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from derender.core import parsers
-from derender.core.decoding.vocab import MARKUP
 from derender.core.parsers.formats import deepseek
+from derender.core.parsers.registry import MARKUP, TOOLS_BY_TAG
 from derender.core.parsers.tools import ToolContext
 from derender.core.state.codec import Reader, Writer
 from tests.conftest import tokenizer
@@ -308,8 +308,8 @@ texts = st.lists(st.sampled_from(PIECES), max_size=14).map("".join)
 
 def test_both_formats_are_registered_with_their_own_tag_and_state() -> None:
     for fmt in FORMATS:
-        assert parsers.TOOL_FORMATS[fmt.name] is fmt is parsers.FORMATS_BY_TAG[fmt.tag]
-        assert parsers.format_of(fmt.start()) is fmt
+        assert parsers.tool_format(fmt.name) is fmt
+        assert parsers.tool_format(TOOLS_BY_TAG[parsers.tag_of(fmt.name)].name) is fmt
     assert deepseek.V3.state_type is not deepseek.V31.state_type
     with pytest.raises(ValueError, match="not a deepseek_v31 state"):
         deepseek.V31.step(deepseek.V3.start(), "x", False, ToolContext())

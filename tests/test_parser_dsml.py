@@ -18,10 +18,10 @@ from hypothesis import strategies as st
 
 from derender.contract.requests import ChatRequest
 from derender.core import parsers
-from derender.core.decoding.vocab import MARKUP
 from derender.core.parsers import engine
 from derender.core.parsers.engine import MAX_HEAD, MAX_NAME, MAX_SPACE, MAX_VALUE
 from derender.core.parsers.formats import dsml
+from derender.core.parsers.registry import MARKUP
 from derender.core.parsers.tools import ToolContext
 from derender.core.state.codec import Reader, Writer
 from derender.settings import Settings
@@ -268,7 +268,7 @@ def test_v4_one_parser_alone() -> None:
 
     def alone(text: str, mode: str, context: ToolContext = AUTO
               ) -> tuple[str, str, list[tuple[str, str]]]:
-        state = engine.start(dsml.V4, True, mode)
+        state = engine.start(dsml.V4, dsml.V4_CONFIG, True, mode)
         reasoning, content, deltas, _ = engine.feed(dsml.V4_CONFIG, state, text, True, context)
         return reasoning, content, [(d.name or "", d.arguments) for d in deltas]
 
@@ -291,7 +291,7 @@ def test_dsml_is_matched_as_its_single_token() -> None:
     hold its stand-in, and the same characters written by other tokens are text."""
     vocab = vocabulary("deepseek-v3.2")
     assert vocab.token_id("｜DSML｜") == 128793
-    assert vocab.spelled("｜DSML｜") == SPELL["｜DSML｜"]
+    assert parsers.spelled(vocab, "｜DSML｜") == SPELL["｜DSML｜"]
     marked = block(PARIS).replace("｜DSML｜", SPELL["｜DSML｜"])
     assert parse(dsml.V32, marked, MARKED)[2] == [("get_weather", {"city": "Paris", "unit": "c"})]
     assert parse(dsml.V32, block(PARIS), MARKED)[1:] == (block(PARIS), [])
@@ -336,7 +336,7 @@ def test_the_largest_engine_state_fits_the_service_cap() -> None:
     rest of a stream state, the signed token stays under ``max_state_chars``. A held value
     and a held wrapper parameter never coexist (the wrapper is given up at the next tag)."""
     wide, space = "😀", "\u3000"
-    state = dsml.DeepSeekV4State(
+    state = engine.EngineState(
         phase=engine.ARGS, sub=engine.DsmlArgs.VALUE, held=wide * engine.MAX_HELD,
         acc=wide * MAX_VALUE, key=wide * MAX_HEAD, tool=1000, space=space * MAX_SPACE,
         rspace=space * MAX_SPACE, calls=1000, flags=(1 << engine.FLAG_BITS) - 1)
@@ -347,7 +347,7 @@ def test_the_largest_engine_state_fits_the_service_cap() -> None:
     assert (payload + 2) // 3 * 4 < Settings.max_state_chars
     with pytest.raises(ValueError, match="malformed"):
         bigger = Writer()
-        dsml.V4.encode(dsml.DeepSeekV4State(acc="x" * (MAX_VALUE + 1)), bigger)
+        dsml.V4.encode(engine.EngineState(acc="x" * (MAX_VALUE + 1)), bigger)
         dsml.V4.decode(Reader(bytes(bigger.out)))
 
 
@@ -392,7 +392,7 @@ def test_garbage_states_are_refused_or_read(payload: bytes) -> None:
 
 def test_a_forged_phase_is_refused() -> None:
     writer = Writer()
-    engine.encode(dsml.DeepSeekV4State(phase=7), writer)
+    engine.encode(engine.EngineState(phase=7), writer)
     with pytest.raises(ValueError, match="malformed"):
         dsml.V4.decode(Reader(bytes(writer.out)))
 

@@ -17,9 +17,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from derender.core import parsers
-from derender.core.decoding.vocab import MARKUP
 from derender.core.parsers import reasoning
 from derender.core.parsers.formats import gemma4
+from derender.core.parsers.registry import MARKUP, TOOLS_BY_TAG
 from derender.core.parsers.tools import ToolContext
 from derender.core.state.codec import Reader, Writer
 from tests.tool_streams import check_round_trips, feed_all, requests, run_both
@@ -253,7 +253,7 @@ def test_garbage_states_are_refused() -> None:
 
 
 def test_registered_as_vllm_names_them() -> None:
-    assert parsers.TOOL_FORMATS["gemma4"] is FMT is parsers.FORMATS_BY_TAG[FMT.tag]
-    assert parsers.format_of(FMT.start()) is FMT
-    assert parsers.REASONING_FORMATS["gemma4"] is gemma4.REASONING
+    assert parsers.tool_format("gemma4") is FMT
+    assert TOOLS_BY_TAG[parsers.tag_of("gemma4")].name == "gemma4"
+    assert parsers.reasoning_format("gemma4") is gemma4.REASONING
     assert "gemma4" in parsers.REASONING_PARSERS

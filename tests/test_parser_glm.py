@@ -18,10 +18,10 @@ from hypothesis import strategies as st
 
 from derender.contract.requests import ChatRequest
 from derender.core import parsers
-from derender.core.decoding.vocab import MARKUP
 from derender.core.parsers import engine
 from derender.core.parsers.engine import MAX_NAME, MAX_SPACE, MAX_VALUE
 from derender.core.parsers.formats import glm
+from derender.core.parsers.registry import MARKUP
 from derender.core.parsers.tools import ToolContext
 from tests.conftest import tokenizer, vocabulary
 from tests.test_parser_dsml import TOOLS
@@ -186,7 +186,7 @@ def test_one_parser_alone() -> None:
     reasoning, unstripped [1310, 1312, 1314, 1316]."""
     def alone(text: str, mode: str, context: ToolContext = AUTO, thinking: bool = True
               ) -> tuple[str, str, list[tuple[str, Any]]]:
-        state = engine.start(glm.GLM47, thinking, mode)
+        state = engine.start(glm.GLM47, glm.GLM47_CONFIG, thinking, mode)
         reasoning, content, deltas, _ = engine.feed(glm.GLM47_CONFIG, state, text, True, context)
         calls: dict[int, list[str]] = {}
         for delta in deltas:
@@ -217,7 +217,7 @@ def test_tags_are_matched_as_their_single_tokens() -> None:
     vocab = vocabulary("glm-4.7-flash")
     for tag in ("<think>", "</think>", "<tool_call>", "</tool_call>", "<arg_key>", "</arg_key>",
                 "<arg_value>", "</arg_value>"):
-        assert vocab.spelled(tag) == SPELL[tag]
+        assert parsers.spelled(vocab, tag) == SPELL[tag]
     marked = PARIS
     for tag in ("<tool_call>", "</tool_call>", "<arg_key>", "</arg_key>", "<arg_value>",
                 "</arg_value>"):

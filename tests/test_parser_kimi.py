@@ -19,9 +19,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from derender.core import parsers
-from derender.core.decoding.vocab import MARKUP
 from derender.core.parsers import reasoning
 from derender.core.parsers.formats import deepseek
+from derender.core.parsers.registry import MARKUP, TOOLS_BY_TAG
 from derender.core.parsers.tools import ToolContext
 from derender.core.state.codec import Reader, Writer
 from tests.test_parser_rules import fields, ids_of, post
@@ -310,9 +310,9 @@ def test_garbage_states_are_refused() -> None:
 
 
 def test_registered_as_vllm_names_them() -> None:
-    assert parsers.TOOL_FORMATS["kimi_k2"] is FMT is parsers.FORMATS_BY_TAG[FMT.tag]
-    assert parsers.format_of(FMT.start()) is FMT
+    assert parsers.tool_format("kimi_k2") is FMT
+    assert TOOLS_BY_TAG[parsers.tag_of("kimi_k2")].name == "kimi_k2"
     assert "kimi_k2" in parsers.REASONING_PARSERS
-    assert parsers.REASONING_FORMATS["kimi_k2"] is KIMI_REASONING
+    assert parsers.reasoning_format("kimi_k2") is KIMI_REASONING
     with pytest.raises(ValueError, match="not a kimi_k2 state"):
         FMT.step(deepseek.V31.start(), "x", False, CONTEXT)

@@ -29,6 +29,7 @@ from typing import Any
 
 import pytest
 
+from derender.core import parsers
 from derender.core.parsers.formats import llama3_json
 from derender.core.parsers.tools import ToolCallDelta, ToolContext
 from derender.core.state.codec import Reader, Writer
@@ -275,8 +276,8 @@ def test_bracket_python_tag_and_reversed_keys_fold_alike_for_every_split(llama: 
     of the ids into chunks (the finish with the last chunk or alone), and every state round
     tripped through its encoding."""
     token_ids = ids(*BRACKET_TAG)
-    pieces = vocabulary(LLAMA).marked.decode_each(token_ids)
-    tag = vocabulary(LLAMA).spelled("<|python_tag|>")
+    pieces = parsers.marked(vocabulary(LLAMA)).decode_each(token_ids)
+    tag = parsers.spelled(vocabulary(LLAMA), "<|python_tag|>")
     assert pieces[:2] == ["[", tag]
     context = ToolContext(spell={"<|python_tag|>": tag})
     fmt = llama3_json.FORMAT

@@ -20,10 +20,10 @@ from hypothesis import strategies as st
 
 from derender.contract.requests import ChatRequest
 from derender.core import parsers
-from derender.core.decoding.vocab import MARKUP
 from derender.core.parsers import engine, reasoning
 from derender.core.parsers.engine import MAX_SPACE, MAX_VALUE
 from derender.core.parsers.formats import minimax
+from derender.core.parsers.registry import MARKUP
 from derender.core.parsers.tools import ToolContext
 from derender.core.state.codec import Reader, Writer
 from tests.conftest import tokenizer, vocabulary
@@ -52,7 +52,7 @@ def parse(text: str, context: ToolContext = AUTO, pieces: list[str] | None = Non
     if mode == engine.BOTH:
         thought, content, calls = feed_engine(M2, pieces or [text], context, True)
     else:
-        state = engine.start(M2, True, mode)
+        state = engine.start(M2, minimax.M2_CONFIG, True, mode)
         thought, content, deltas, _ = engine.feed(minimax.M2_CONFIG, state, text, True, context)
         merged: dict[int, list[str]] = {}
         for delta in deltas:
@@ -159,7 +159,8 @@ def test_reasoning() -> None:
     assert parse(THOUGHT) == (THOUGHT, "", [])
     assert parse("<think>\n" + THOUGHT + "\n</think>" + answer) == ("\n" + THOUGHT, answer, [])
     assert parse(THOUGHT + "\n" + PARIS) == (THOUGHT, "", [WEATHER])
-    assert parsers.ENGINE_REASONING["minimax_m2"][1]({"enable_thinking": False})
+    switch = parsers.reasoning_record("minimax_m2").switch  # type: ignore[union-attr]
+    assert switch is not None and switch.load()({"enable_thinking": False})
 
 
 def append_think(text: str, pieces: list[str] | None = None
@@ -169,7 +170,7 @@ def append_think(text: str, pieces: list[str] | None = None
     vocab = vocabulary("minimax-m2.7")
     split_state = reasoning.start(fmt, vocab, None, True)
     assert split_state is not None
-    tool_state = engine.start(M2, True, engine.FOREIGN)
+    tool_state = engine.start(M2, minimax.M2_CONFIG, True, engine.FOREIGN)
     thought, content = "", ""
     merged: dict[int, list[str]] = {}
     chunks = pieces or [text]
@@ -204,7 +205,7 @@ def test_append_think() -> None:
 
 
 def test_registry_pairing() -> None:
-    assert parsers.ENGINE_FAMILY["minimax_m2"] == "minimax_m2"
+    assert parsers.tool_record("minimax_m2").family == "minimax_m2"  # type: ignore[union-attr]
     assert parsers.pairing_error("minimax_m2", "minimax_m2") is None
     assert parsers.pairing_error("minimax_m2", None) is None
     assert parsers.pairing_error("minimax_m2", "glm47") is not None
@@ -212,7 +213,7 @@ def test_registry_pairing() -> None:
     assert parsers.engine_mode("minimax_m2_append_think", "minimax_m2") == engine.FOREIGN
     assert parsers.engine_mode(None, "minimax_m2") == engine.TOOLS
     assert "minimax_m2_append_think" in parsers.REASONING_PARSERS
-    assert parsers.FORMATS_BY_TAG[55] is M2
+    assert parsers.tag_of("minimax_m2") == 55 and parsers.tool_format("minimax_m2") is M2
 
 
 # --------------------------------------------------------------------------- bounds and states
@@ -222,7 +223,7 @@ SPELL = {marker: chr(0xE000 + MARKUP.index(marker)) for marker in MARKUP}
 
 def test_think_tags_are_matched_as_their_single_tokens() -> None:
     vocab = vocabulary("minimax-m2.7")
-    assert vocab.spelled("</think>") == SPELL["</think>"]
+    assert parsers.spelled(vocab, "</think>") == SPELL["</think>"]
     context = ToolContext(tools=TOOLS, spell=SPELL)
     assert parse(THOUGHT + SPELL["</think>"] + PARIS, context)[:2] == (THOUGHT, "")
     # spelled by ordinary tokens, </think> is reasoning text
@@ -245,12 +246,12 @@ def test_states_round_trip_and_stay_bounded_over_a_long_stream() -> None:
 def test_garbage_state_is_refused() -> None:
     """A state that no feed reaches is refused: an unknown phase or argument sub-phase,
     unknown flags, held or kept text past its bound, non-whitespace held as whitespace."""
-    good = minimax.MinimaxM2State()
-    for bad in (minimax.MinimaxM2State(phase=7), minimax.MinimaxM2State(sub=9),
-                minimax.MinimaxM2State(flags=1 << engine.FLAG_BITS),
-                minimax.MinimaxM2State(held="<" * (engine.MAX_HELD + 1)),
-                minimax.MinimaxM2State(acc="x" * (MAX_VALUE + 1)),
-                minimax.MinimaxM2State(space="x"), minimax.MinimaxM2State(rspace="\n</think>")):
+    good = engine.EngineState()
+    for bad in (engine.EngineState(phase=7), engine.EngineState(sub=9),
+                engine.EngineState(flags=1 << engine.FLAG_BITS),
+                engine.EngineState(held="<" * (engine.MAX_HELD + 1)),
+                engine.EngineState(acc="x" * (MAX_VALUE + 1)),
+                engine.EngineState(space="x"), engine.EngineState(rspace="\n</think>")):
         writer = Writer()
         M2.encode(bad, writer)
         with pytest.raises(ValueError):
@@ -359,7 +360,7 @@ def m3(text: str, context: ToolContext = AUTO, pieces: list[str] | None = None,
     """The minimax_m3 reasoning parser, then the minimax_m3 tool parser, fed ``pieces``."""
     split_state = reasoning.start(M3_REASONING, vocabulary("minimax-m3"), None, enabled)
     assert split_state is not None
-    tool_state = engine.start(M3, False, engine.FOREIGN)
+    tool_state = engine.start(M3, minimax.M3_CONFIG, False, engine.FOREIGN)
     thought, content = "", ""
     merged: dict[int, list[str]] = {}
     chunks = pieces if pieces is not None else [text]
@@ -503,8 +504,7 @@ def test_m3_reasoning() -> None:
 
 
 def test_m3_registry_pairing() -> None:
-    assert parsers.FORMATS_BY_TAG[56] is M3
-    assert parsers.TOOL_FORMATS["minimax_m3"] is M3
+    assert parsers.tag_of("minimax_m3") == 56 and parsers.tool_format("minimax_m3") is M3
     assert "minimax_m3" in parsers.REASONING_PARSERS
     assert parsers.pairing_error("minimax_m3", "minimax_m3") is None
     assert parsers.engine_mode("minimax_m3", "minimax_m3") == engine.FOREIGN
@@ -519,7 +519,7 @@ def test_m3_markers_are_single_tokens() -> None:
     vocab = vocabulary("minimax-m3")
     for marker, token in ((NS, 200058), ("<mm:think>", 200059), ("</mm:think>", 200060)):
         assert vocab.token_id(marker) == token
-        assert vocab.spelled(marker) == SPELL[marker]
+        assert parsers.spelled(vocab, marker) == SPELL[marker]
     context = ToolContext(tools=TOOLS, spell=SPELL)
     marked = M3_THINK + M3_PARIS
     for marker in (NS, "<mm:think>", "</mm:think>", "<tool_call>", "</tool_call>"):
@@ -527,7 +527,7 @@ def test_m3_markers_are_single_tokens() -> None:
     assert m3(marked, context) == (THOUGHT, "", [WEATHER])
     # spelled by ordinary tokens they are text
     assert m3(M3_THINK + M3_PARIS, context) == ("", M3_THINK + M3_PARIS, [])
-    state = engine.start(M3, False, engine.FOREIGN)
+    state = engine.start(M3, minimax.M3_CONFIG, False, engine.FOREIGN)
     _, out, _, state = engine.feed(minimax.M3_CONFIG, state, "Hi " + SPELL[NS], False, context)
     assert (out, state.held) == ("Hi ", SPELL[NS])
 
@@ -553,7 +553,7 @@ def test_m3_states_round_trip_and_stay_bounded_over_a_long_stream() -> None:
     tok = tokenizer("minimax-m3")
     ids = tok.encode(text, add_special_tokens=False).ids
     assert len(ids) > 5000
-    vocab = vocabulary("minimax-m3").marked
+    vocab = parsers.marked(vocabulary("minimax-m3"))
     pieces = [vocab.decode([i]) for i in ids]
     context = ToolContext(tools=TOOLS, spell=SPELL)
     largest = 0
@@ -577,9 +577,9 @@ def test_m3_states_round_trip_and_stay_bounded_over_a_long_stream() -> None:
 
 
 def test_m3_garbage_state_is_refused() -> None:
-    for bad in (minimax.MinimaxM3State(sub=2), minimax.MinimaxM3State(phase=6),
-                minimax.MinimaxM3State(acc="x" * (minimax.MAX_CALL + 1)),
-                minimax.MinimaxM3State(held="<" * (engine.MAX_HELD + 1))):
+    for bad in (engine.EngineState(sub=2), engine.EngineState(phase=6),
+                engine.EngineState(acc="x" * (minimax.MAX_CALL + 1)),
+                engine.EngineState(held="<" * (engine.MAX_HELD + 1))):
         writer = Writer()
         M3.encode(bad, writer)
         with pytest.raises(ValueError):

@@ -24,6 +24,7 @@ from derender.core import parsers
 from derender.core.parsers import reasoning
 from derender.core.parsers.formats import hermes, llama3_json, qwen3_coder
 from derender.core.parsers.reasoning import MAX_HELD_SPACE, MAX_SWAP, ReasoningState
+from derender.core.parsers.registry import TOOL_RECORDS
 from derender.core.parsers.tools import ToolContext
 from derender.core.state.codec import Reader, Writer
 from tests.conftest import vocabulary
@@ -67,18 +68,20 @@ def think(name: str, text: str, *, thinking: bool = True, force: bool = False,
 def test_aliases_are_the_same_format() -> None:
     """vLLM's ``tool_parsers/__init__.py``: qwen3_xml is the qwen3_coder class, qwen3_json
     hermes, llama4_json llama3_json; step3p5's calls are qwen3_coder's grammar unchanged."""
-    assert parsers.TOOL_ALIASES == {"qwen3_xml": "qwen3_coder", "qwen3_json": "hermes",
-                                    "llama4_json": "llama3_json", "step3p5": "qwen3_coder"}
-    assert set(parsers.TOOL_ALIASES) <= parsers.TOOL_PARSERS
-    assert not set(parsers.TOOL_ALIASES) & set(parsers.TOOL_FORMATS)  # no tag of their own
+    aliases = {alias: record.name for record in TOOL_RECORDS for alias in record.aliases}
+    assert aliases == {"qwen3_xml": "qwen3_coder", "qwen3_json": "hermes",
+                       "llama4_json": "llama3_json", "step3p5": "qwen3_coder"}
+    assert set(aliases) <= parsers.TOOL_PARSERS
+    assert not set(aliases) & {record.name for record in TOOL_RECORDS}  # no tag of their own
     request = ChatRequest.model_validate({"messages": [{"role": "user", "content": "x"}],
                                           "tools": TOOLS})
-    for alias, name in parsers.TOOL_ALIASES.items():
+    for alias, name in aliases.items():
         settings = parsers.parser_settings(None, alias, request, vocabulary(QWEN))
         assert settings.tool_format == name
         state = parsers.start(settings, vocabulary(QWEN), None)
         assert state.tools is not None
-        assert parsers.format_of(state.tools) is parsers.TOOL_FORMATS[name]
+        assert state.tool_tag == parsers.tag_of(name) == parsers.tag_of(alias)
+        assert isinstance(state.tools, parsers.tool_format(name).state_type)
 
 
 def test_an_alias_state_reads_back_as_its_format() -> None:
@@ -90,15 +93,15 @@ def test_an_alias_state_reads_back_as_its_format() -> None:
 
 
 def test_mimo_and_seed_oss_are_formats_of_their_own() -> None:
-    assert parsers.TOOL_FORMATS["mimo"] is MIMO and parsers.TOOL_FORMATS["seed_oss"] is SEED
-    tags = {MIMO.tag, SEED.tag, qwen3_coder.FORMAT.tag}
-    assert len(tags) == 3 and all(parsers.FORMATS_BY_TAG[t].tag == t for t in tags)
+    assert parsers.tool_format("mimo") is MIMO and parsers.tool_format("seed_oss") is SEED
+    tags = {parsers.tag_of(fmt.name) for fmt in (MIMO, SEED, qwen3_coder.FORMAT)}
+    assert len(tags) == 3
     for fmt in (MIMO, SEED):
-        assert parsers.format_of(fmt.start()) is fmt
+        assert isinstance(fmt.start(), fmt.state_type)
         with pytest.raises(ValueError, match="not a qwen3_coder state"):
             qwen3_coder.FORMAT.step(fmt.start(), "x", False, AUTO)
     assert {"mimo", "step3p5", "seed_oss", "nemotron_v3"} <= set(reasoning.FORMATS)
-    assert {"mimo", "seed_oss"} <= parsers.PARSED_UNDER_NONE
+    assert all(parsers.tool_record(n).under_none for n in ("mimo", "seed_oss"))  # type: ignore[union-attr]
 
 
 # --------------------------------------------------------------------------- mimo

@@ -1,6 +1,7 @@
 """The tool-call formats as pluggable machines (parsers/tools.py) and their properties.
 
-- The registry: every vLLM parser name we serve is a format with its own state type and tag.
+- The registry: every vLLM parser name we serve is a format with its own tag (and, apart from
+  the engine formats, which share the engine's, its own state type).
 - The state codec: any state a format reaches encodes to bytes that decode to the same state,
   preceded by the format's tag, so a decoded state is of the format that wrote it; unknown tags
   and another format's state are refused.
@@ -24,6 +25,7 @@ from derender.core import parsers
 from derender.core.errors import BadRequestError
 from derender.core.parsers.formats import hermes, llama3_json, pythonic
 from derender.core.parsers.reasoning import ReasoningState
+from derender.core.parsers.registry import TOOL_RECORDS, TOOLS_BY_TAG, Machine
 from derender.core.parsers.tools import ToolContext
 from derender.core.state.stream import StreamState, decode_state, encode_state
 from tests.conftest import tokenizer
@@ -50,16 +52,18 @@ def test_every_format_is_registered_with_its_own_tag_and_state() -> None:
     assert {"hermes", "llama3_json", "pythonic", "deepseek_v3", "deepseek_v31", "mistral",
             "qwen3_coder", "mimo", "seed_oss", "deepseek_v32", "deepseek_v4", "deepseek_v41",
             "glm45", "glm47", "kimi_k2", "gemma4", "minimax_m2", "minimax_m3"} == set(
-                parsers.TOOL_FORMATS)
-    assert len({fmt.state_type for fmt in parsers.TOOL_FORMATS.values()}) == len(
-        parsers.TOOL_FORMATS)
+                {r.name for r in TOOL_RECORDS if r.tag is not None})
+    own = [r.name for r in TOOL_RECORDS if r.machine is Machine.OWN]
+    assert len({parsers.tool_format(name).state_type for name in own}) == len(own)
+    assert len({r.tag for r in TOOL_RECORDS}) == len(TOOL_RECORDS)
     # Harmony: no text format
-    assert {*parsers.TOOL_FORMATS, *parsers.TOOL_ALIASES, "openai"} == parsers.TOOL_PARSERS
-    assert {fmt.tag for fmt in FORMATS} == {0, 1, 2}
+    aliases = {alias for r in TOOL_RECORDS for alias in r.aliases}
+    assert {*(r.name for r in TOOL_RECORDS), *aliases} == parsers.TOOL_PARSERS
+    assert {parsers.tag_of(fmt.name) for fmt in FORMATS} == {0, 1, 2}
     assert len({fmt.state_type for fmt in FORMATS}) == len(FORMATS)
     for fmt in FORMATS:
-        assert parsers.TOOL_FORMATS[fmt.name] is fmt is parsers.FORMATS_BY_TAG[fmt.tag]
-        assert parsers.format_of(fmt.start()) is fmt
+        assert parsers.tool_format(fmt.name) is fmt
+        assert TOOLS_BY_TAG[parsers.tag_of(fmt.name)].name == fmt.name
 
 
 def test_engine_formats_pair_with_their_family() -> None:
@@ -69,7 +73,7 @@ def test_engine_formats_pair_with_their_family() -> None:
     reasoning parser with another family's tool parser is refused (not recorded)."""
     engine_formats = {"deepseek_v32", "deepseek_v4", "deepseek_v41", "glm45", "glm47",
                       "minimax_m2", "minimax_m3"}
-    assert engine_formats == parsers.ENGINE_FORMATS
+    assert engine_formats == {r.name for r in TOOL_RECORDS if r.machine is Machine.ENGINE}
     modes = {("deepseek_v4", "deepseek_v4"): "both", ("deepseek_v41", "deepseek_v41"): "both",
              ("glm45", "glm45"): "both", ("glm47", "glm47"): "both", ("glm45", "glm47"): "both",
              (None, "deepseek_v32"): "tools", ("deepseek_v3", "deepseek_v32"): "foreign",
@@ -95,7 +99,8 @@ def test_a_state_of_another_format_is_refused() -> None:
     settings_ = parsers.ParserSettings(
         reasoning=None, thinking=True, tool_format="hermes", keep_calls=True, forced=False,
         named=False, forced_name=None, parallel=True, include_reasoning=True)
-    foreign = parsers.ParserState(None, llama3_json.FORMAT.start())
+    foreign = parsers.ParserState(None, llama3_json.FORMAT.start(),
+                                  tool_tag=parsers.tag_of("llama3_json"))
     with pytest.raises(BadRequestError, match="another format"):
         parsers.feed(settings_, foreign, "text", final=False)
     with pytest.raises(ValueError, match="not a hermes state"):
@@ -130,15 +135,16 @@ def test_the_stream_state_carries_the_format_tag() -> None:
                       (hermes.FORMAT, '<tool_call>{"na')):
         _, _, tools = fmt.feed(fmt.start(), text, False, ToolContext())
         state = StreamState(fingerprint=b"12345678", issued_at=1,
-                            parser=parsers.ParserState(ReasoningState(True, "<thi"), tools, True))
+                            parser=parsers.ParserState(ReasoningState(True, "<thi"), tools, True,
+                                                       tool_tag=parsers.tag_of(fmt.name)))
         fields = fields_of(state)
         parser = fields["parser"]
-        assert parser[0] >> 6 == fmt.tag  # the tag above the six flag bits
+        assert parser[0] >> 6 == parsers.tag_of(fmt.name)  # the tag above the six flag bits
         again = decode_state(encode_state(state))
         assert again == state
-        assert parsers.format_of(again.parser.tools) is fmt  # type: ignore[union-attr]
+        assert isinstance(again.parser.tools, fmt.state_type)  # type: ignore[union-attr]
         head = b"".join(v for k, v in fields.items() if k != "parser")
-        for other in {0, 1, 2, 3, 63} - {fmt.tag}:
+        for other in {0, 1, 2, 3, 63} - {parsers.tag_of(fmt.name)}:
             forged = head + leb128(parser[0] & 63 | other << 6) + parser[1:]
             with pytest.raises(BadRequestError, match="malformed"):
                 decode_state(forged)

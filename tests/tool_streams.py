@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from derender.core import parsers
 from derender.core.parsers import engine
+from derender.core.parsers.registry import TOOLS_BY_TAG
 from derender.core.parsers.tools import ToolContext
 from derender.core.state.codec import Reader, Writer
 from tests.conftest import tokenizer
@@ -128,10 +129,10 @@ def check_round_trips(fmt: Any, pieces: list[str], context: ToolContext) -> None
     for piece in pieces:
         _, _, state = fmt.feed(state, piece, False, context)
         writer = Writer()
-        writer.uint(fmt.tag)
+        writer.uint(parsers.tag_of(fmt.name))
         fmt.encode(state, writer)
         reader = Reader(bytes(writer.out))
-        assert parsers.FORMATS_BY_TAG[reader.uint()] is fmt
+        assert parsers.tool_format(TOOLS_BY_TAG[reader.uint()].name) is fmt
         assert fmt.decode(reader) == state
         assert reader.pos == len(writer.out)
 
@@ -143,8 +144,8 @@ def feed_engine(fmt: Any, pieces: list[str], context: ToolContext, thinking: boo
     (parsers/engine.py) fed ``pieces``, the last one final, starting as a request with
     thinking ``thinking`` starts it; ``check`` sees every state reached. A call's first delta,
     and only that one, carries its name."""
-    config = engine.CONFIGS[fmt.name]
-    state = engine.start(fmt, thinking)
+    config = parsers.engine_config(fmt.name)
+    state = engine.start(fmt, config, thinking)
     reasoning, content = "", ""
     calls: dict[int, list[str]] = {}
     for k, piece in enumerate(pieces):

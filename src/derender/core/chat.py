@@ -95,7 +95,7 @@ def derender_chat(body: DerenderChatRequest, model: ServedModel, max_n_sequences
     settings = decode_settings(request, preserve_special=info.has_parser)
     parsing = (parsers.parser_settings(info.reasoning_parser, info.tool_parser, request, vocab)
                if info.has_parser and request is not None else None)
-    text_vocab = vocab.marked if parsing is not None else vocab
+    text_vocab = parsers.marked(vocab) if parsing is not None else vocab
     hide = parsing is not None and not parsing.include_reasoning
     prompt_ids = body.prompt_token_ids
     if prompt_ids is None:

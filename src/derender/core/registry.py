@@ -9,8 +9,10 @@ max_model_len) and an optional ``derender.json`` manifest (``served_names``,
 ``reasoning_parser``, ``tool_parser``, ``max_model_len``, ``max_logprobs``). A ``config.json``
 with ``model_type`` "gpt_oss" makes the model a Harmony one, as in vLLM: its reasoning parser
 is ``openai_gptoss`` unless the manifest names one, and only the Harmony parsers fit it.
-Folders are listed at start-up; a model's tokenizer is loaded on its first request and kept
-for the life of the process (a Lambda container).
+Parser names are checked against the format records (``core/parsers/registry.py``) and the
+machines of the formats the folders use are imported at start-up (no other format's module
+is). Folders are listed at start-up; a model's tokenizer is loaded on its first request and
+kept for the life of the process (a Lambda container).
 """
 
 from __future__ import annotations
@@ -25,15 +27,13 @@ from typing import Any
 from derender.core.decoding.bytevocab import tekken_spec, tiktoken_spec
 from derender.core.decoding.vocab import Vocabulary, decode_spec
 from derender.core.errors import NotFoundError
-from derender.core.parsers import (
-    HARMONY_REASONING,
-    HARMONY_TOOLS,
-    REASONING_PARSERS,
-    TOOL_PARSERS,
-    pairing_error,
-)
-from derender.core.parsers.formats import (
-    harmony,
+from derender.core.parsers import harmony_tokens, load, pairing_error
+from derender.core.parsers.registry import (
+    REASONING_BY_NAME,
+    TOOLS_BY_NAME,
+    Machine,
+    ReasoningRecord,
+    ToolRecord,
 )
 
 MANIFEST = "derender.json"
@@ -47,6 +47,9 @@ ORIGINALS = (TOKENIZER, TEKKEN, TIKTOKEN)
 """The tokenizer files a decode spec is made from, in the order they are looked for."""
 DEFAULT_MAX_MODEL_LEN = 2048
 DEFAULT_MAX_LOGPROBS = 20
+HARMONY_REASONING = next(r for r in REASONING_BY_NAME.values() if r.machine is Machine.HARMONY)
+HARMONY_TOOLS = next(r for r in TOOLS_BY_NAME.values() if r.machine is Machine.HARMONY)
+"""The Harmony parsers (gpt-oss models only; the reasoning one is their default)."""
 _LENGTH_KEYS = ("max_position_embeddings", "n_positions", "max_seq_len", "seq_length",
                 "max_target_positions", "max_sequence_length", "n_ctx")
 """``config.json`` keys that bound the context, as vLLM reads them (the smallest wins)."""
@@ -103,18 +106,18 @@ def read_model_info(folder: Path, parsers: ParserChoice | None = None) -> ModelI
         manifest["reasoning_parser"], manifest["tool_parser"] = parsers
     is_harmony = config.get("model_type") == "gpt_oss"
     if is_harmony and manifest.get("reasoning_parser") is None:
-        manifest["reasoning_parser"] = HARMONY_REASONING
-    for key, known, harmony_name in (("reasoning_parser", REASONING_PARSERS, HARMONY_REASONING),
-                                     ("tool_parser", TOOL_PARSERS, HARMONY_TOOLS)):
+        manifest["reasoning_parser"] = HARMONY_REASONING.name
+    known: Mapping[str, ToolRecord | ReasoningRecord]
+    for key, known in (("reasoning_parser", REASONING_BY_NAME), ("tool_parser", TOOLS_BY_NAME)):
         name = manifest.get(key)
         if name is not None and name not in known:
             raise RuntimeError(f"{folder.name}: {key} {name!r} is not implemented "
                                f"(available: {', '.join(sorted(known))})")
-        if name is not None and (name == harmony_name) != is_harmony:
+        if name is not None and (known[name].machine is Machine.HARMONY) != is_harmony:
             raise RuntimeError(
                 f"{folder.name}: {key} {name!r} does not fit the model: gpt-oss (model_type "
-                f"gpt_oss) output is Harmony, read by the {HARMONY_REASONING!r} reasoning and "
-                f"{HARMONY_TOOLS!r} tool parsers only, and they read nothing else")
+                f"gpt_oss) output is Harmony, read by the {HARMONY_REASONING.name!r} reasoning "
+                f"and {HARMONY_TOOLS.name!r} tool parsers only, and they read nothing else")
     pairing = pairing_error(manifest.get("reasoning_parser"), manifest.get("tool_parser"))
     if pairing is not None:
         raise RuntimeError(f"{folder.name}: {pairing}")
@@ -177,6 +180,8 @@ class ModelRegistry:
             raise RuntimeError(f"parsers configured for unknown model folders: "
                                f"{', '.join(sorted(unknown))}")
         self._infos = [read_model_info(folder, parsers.get(folder.name)) for folder in folders]
+        for info in self._infos:  # the served formats' machines, and only theirs
+            load(info.reasoning_parser, info.tool_parser)
         self._by_name: dict[str, ModelInfo] = {}
         for info in self._infos:
             for name in info.served_names:
@@ -221,9 +226,9 @@ class ModelRegistry:
                 model = self._loaded.get(info.folder)
                 if model is None:
                     model = ServedModel(info, load_vocabulary(info.folder))
-                    if info.reasoning_parser == HARMONY_REASONING:
+                    if info.reasoning_parser == HARMONY_REASONING.name:
                         try:
-                            harmony.tokens(model.vocab)
+                            harmony_tokens(model.vocab)
                         except ValueError as error:
                             raise RuntimeError(f"{info.folder.name}: {error}") from None
                     self._loaded[info.folder] = model

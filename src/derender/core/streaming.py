@@ -66,7 +66,7 @@ class StreamSettings:
     @property
     def text_vocab(self) -> Vocabulary:
         """The vocabulary text is decoded with: markers as stand-ins on the parser path."""
-        return self.model.vocab if self.parsing is None else self.model.vocab.marked
+        return self.model.vocab if self.parsing is None else parsers.marked(self.model.vocab)
 
     def binding(self, chunk: GenerateTokensStreamResponse) -> bytes:
         """Fingerprint of route, model, request id, decode settings and caller.

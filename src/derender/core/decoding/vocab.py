@@ -52,39 +52,29 @@ TEKKEN_SHOWN = ("[TOOL_CALLS]", "[ARGS]", "[THINK]", "[/THINK]")
 """Special tokens vLLM's Mistral tokenizer keeps in text (``convert_tokens_to_string`` drops
 every other special token, whatever ``skip_special_tokens`` says)."""
 
-MARKUP = ("<think>", "</think>", "<tool_call>", "</tool_call>", "<|im_start|>", "<|im_end|>",
-          "<|python_tag|>", "[TOOL_CALLS]", "[ARGS]", "[THINK]", "[/THINK]",
-          "<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>", "<｜tool▁call▁begin｜>",
-          "<｜tool▁call▁end｜>", "<｜tool▁sep｜>", "｜DSML｜", "<arg_key>", "</arg_key>",
-          "<arg_value>", "</arg_value>",
-          # Kimi K2 and Gemma 4 (issue 14)
-          "<|tool_calls_section_begin|>", "<|tool_calls_section_end|>", "<|tool_call_begin|>",
-          "<|tool_call_end|>", "<|tool_call_argument_begin|>",
-          "<|tool_call>", "<tool_call|>", '<|"|>', "<|channel>", "<channel|>",
-          # MiniMax M3 (issue 13)
-          "]<]minimax[>[", "<mm:think>", "</mm:think>")
-"""Parser markers. Where the vocabulary has one as a single token, parsers match that token,
-not the same characters spelled by ordinary tokens (a model writing about ``<tool_call>``).
-``｜DSML｜`` is one token of DeepSeek V3.2/V4's vocabularies inside the (multi-token) DSML
-tags; GLM-4.5/4.7 have ``<arg_key>``…``</arg_value>`` as single tokens; MiniMax M3 the namespace
-``]<]minimax[>[`` prefixing its tags and ``<mm:think>``/``</mm:think>``. New markers go last
-(a marker's stand-in is its index)."""
 STAND_IN = 0xE000
-"""The marked vocabulary decodes marker ``MARKUP[i]``'s token to the private-use character
-``STAND_IN + i``."""
+"""The marked vocabulary (``Vocabulary.marked_by``) decodes marker ``markup[i]``'s token to
+the private-use character ``STAND_IN + i``. The marker table is the parsers'
+(``core/parsers/registry.py``: each marker's index is fixed there)."""
 LITERAL = 0xD800
 """The marked vocabulary decodes a literal ``STAND_IN + i`` of the model's text (written by
 ordinary tokens) to ``LITERAL + i``, a lone surrogate: no tokenizer decodes to one (the text
 of a decoder is valid UTF-8), so it stands for that character alone, one character for one,
 and no marker ever reads as model text or model text as a marker."""
-ESCAPE_LITERALS = {STAND_IN + i: LITERAL + i for i in range(len(MARKUP))}
-"""``str.translate`` table escaping the stand-in characters of model text."""
-RESTORE_MARKUP: dict[int, str | int] = {
-    **{STAND_IN + i: marker for i, marker in enumerate(MARKUP)},
-    **{LITERAL + i: STAND_IN + i for i in range(len(MARKUP))}}
-"""``str.translate`` table turning text decoded with the marked vocabulary back into the
-model's text: stand-ins into the markers' text, escaped literals into what was written."""
-_STAND_INS = re.compile(f"[{chr(STAND_IN)}-{chr(STAND_IN + len(MARKUP) - 1)}]")
+MAX_MARKERS = 0xFF
+"""Markers a table may have (their stand-ins lie below ``_PLACEHOLDER``)."""
+
+
+@functools.cache
+def _stand_ins(count: int) -> tuple[re.Pattern[str], dict[int, int]]:
+    """The stand-ins of a table of ``count`` markers (a pattern), and the ``str.translate``
+    table escaping them in model text."""
+    if not 0 < count <= MAX_MARKERS:
+        raise ValueError(f"a marker table holds 1 to {MAX_MARKERS} markers, not {count}")
+    return (re.compile(f"[{chr(STAND_IN)}-{chr(STAND_IN + count - 1)}]"),
+            {STAND_IN + i: LITERAL + i for i in range(count)})
+
+
 _PLACEHOLDER = "\ue0ff"
 """What a marker's token decodes to in ``_MarkedJoin``'s second decode (no stand-in)."""
 
@@ -216,9 +206,10 @@ class _MarkedJoin:
     no byte token), so the two texts match character for character, and a literal stand-in
     is the same character in both."""
 
-    def __init__(self, inner: Joiner | None, stand_ins: frozenset[str]) -> None:
+    def __init__(self, inner: Joiner | None, stand_ins: frozenset[str], count: int) -> None:
         self._inner = inner
         self._stand_ins = stand_ins
+        self._pattern, self._escape = _stand_ins(count)
 
     def _join(self, tokens: list[str]) -> str:
         if self._inner is None:  # what ``tokenizers`` does without a decoder
@@ -227,16 +218,16 @@ class _MarkedJoin:
 
     def decode(self, tokens: list[str]) -> str:
         text = self._join(tokens)
-        if _STAND_INS.search(text) is None:
+        if self._pattern.search(text) is None:
             return text
         stand_ins = self._stand_ins
         if not any(token in stand_ins for token in tokens):
-            return text.translate(ESCAPE_LITERALS)
+            return text.translate(self._escape)
         plain = self._join([_PLACEHOLDER if token in stand_ins else token for token in tokens])
         if len(plain) != len(text):  # not expected with these decoders: all markers
             return text
         out = list(text)
-        for match in _STAND_INS.finditer(text):
+        for match in self._pattern.finditer(text):
             at = match.start()
             if plain[at] != _PLACEHOLDER:
                 out[at] = chr(LITERAL + ord(text[at]) - STAND_IN)
@@ -295,25 +286,28 @@ class Vocabulary:
         return self._ids.get(piece)
 
     @functools.cached_property
-    def marked(self) -> Vocabulary:
-        """This vocabulary with each single-token marker decoding to a private-use stand-in
-        (``STAND_IN`` + its index in ``MARKUP``), for the parser path; a stand-in character
-        the model wrote decodes escaped (``LITERAL``), so ``RESTORE_MARKUP`` gives it back."""
+    def _marked(self) -> dict[tuple[str, ...], Vocabulary]:
+        return {}
+
+    def marked_by(self, markup: tuple[str, ...]) -> Vocabulary:
+        """This vocabulary with each single-token marker of ``markup`` decoding to a
+        private-use stand-in (``STAND_IN`` + its index in ``markup``), for the parser path; a
+        stand-in character the model wrote decodes escaped (``LITERAL``), so the parsers'
+        ``RESTORE_MARKUP`` gives it back. Built once per table."""
+        marked = self._marked.get(markup)
+        if marked is not None:
+            return marked
         pieces = list(self.pieces)
         stand_ins = set()
-        for index, marker in enumerate(MARKUP):
+        for index, marker in enumerate(markup):
             token = self.token_id(marker)
             if token is not None:
                 pieces[token] = chr(STAND_IN + index)
                 stand_ins.add(pieces[token])
-        return dataclasses.replace(self, pieces=pieces,
-                                   decoder=_MarkedJoin(self.decoder, frozenset(stand_ins)))
-
-    def spelled(self, marker: str) -> str:
-        """How ``marker`` appears in text decoded with ``marked``."""
-        if self.token_id(marker) is None:
-            return marker
-        return chr(STAND_IN + MARKUP.index(marker))
+        marked = dataclasses.replace(
+            self, pieces=pieces,
+            decoder=_MarkedJoin(self.decoder, frozenset(stand_ins), len(markup)))
+        return self._marked.setdefault(markup, marked)
 
     @property
     def size(self) -> int:

@@ -1,40 +1,43 @@
 """Reasoning and tool-call parsing of chat output: reasoning first, then tool calls in what
 remains, each an incremental machine with plain-data state (vLLM §7, design §6).
 
-Tool-call formats are registered in ``TOOL_FORMATS`` under vLLM's parser names, one module
-each, all with the interface of ``tools.ToolFormat``; the stream state stores a format's tag
-with its state. gpt-oss models (``model_type`` "gpt_oss") are parsed from token ids instead,
-reasoning and tool calls at once (``harmony``), as vLLM's ``openai_gptoss`` and ``openai``
-parsers do."""
+Every format is a record of ``registry`` (``TOOL_RECORDS``, ``REASONING_RECORDS``) under
+vLLM's parser names: its tag, markers and policies, which this module reads, and where its
+machine is, imported on first use (``tool_format``, ``engine_config``, ``reasoning_format``;
+``load`` at start-up). A tool-call format is one module with the interface of
+``tools.ToolFormat``; the stream state stores a format's tag with its state. gpt-oss models
+(``model_type`` "gpt_oss") are parsed from token ids instead, reasoning and tool calls at
+once (``harmony``), as vLLM's ``openai_gptoss`` and ``openai`` parsers do."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from derender.contract.requests import ChatRequest
-from derender.core.decoding.vocab import MARKUP, RESTORE_MARKUP, Vocabulary
+from derender.core.decoding.vocab import LITERAL, STAND_IN, Vocabulary
 from derender.core.errors import BadRequestError
-from derender.core.parsers import (
-    engine,
-    reasoning,
-)
-from derender.core.parsers.formats import (
-    deepseek,
-    dsml,
-    gemma4,
-    glm,
-    harmony,
-    hermes,
-    llama3_json,
-    minimax,
-    mistral,
-    pythonic,
-    qwen3_coder,
-)
+from derender.core.parsers import reasoning
 from derender.core.parsers.reasoning import ReasoningFormat, ReasoningState
+from derender.core.parsers.registry import (
+    BOTH,
+    FOREIGN,
+    MARKUP,
+    REASONING_BY_NAME,
+    REASONING_ONLY,
+    TOOLS,
+    TOOLS_BY_NAME,
+    Machine,
+    Reads,
+    ReasoningRecord,
+    Thinking,
+    ToolRecord,
+    WithoutTools,
+    spelling,
+)
 from derender.core.parsers.tools import (
     ParsedDelta,
     ToolCallDelta,
@@ -43,63 +46,108 @@ from derender.core.parsers.tools import (
     ToolState,
 )
 
-TOOL_FORMATS: dict[str, ToolFormat[Any]] = {
-    fmt.name: fmt for fmt in (hermes.FORMAT, llama3_json.FORMAT, pythonic.FORMAT,
-                              deepseek.V3, deepseek.V31, mistral.FORMAT, qwen3_coder.FORMAT,
-                              qwen3_coder.MIMO_FORMAT, qwen3_coder.SEED_OSS_FORMAT,
-                              dsml.V32, dsml.V4, dsml.V41, glm.GLM45, glm.GLM47,
-                              deepseek.KIMI_K2, gemma4.FORMAT, minimax.M2, minimax.M3)}
-"""The tool-call formats, by the name vLLM's ``--tool-call-parser`` gives them."""
-TOOL_ALIASES = {"qwen3_xml": "qwen3_coder", "qwen3_json": "hermes", "llama4_json": "llama3_json",
-                "step3p5": "qwen3_coder"}
-"""Tool parser names that are another format's: vLLM 0.33's aliases, and ``step3p5``, whose
-calls are ``qwen3_coder``'s unchanged. An alias is the same format (its states, its tag)."""
-FORMATS_BY_TAG: dict[int, ToolFormat[Any]] = {fmt.tag: fmt for fmt in TOOL_FORMATS.values()}
-if len(FORMATS_BY_TAG) != len(TOOL_FORMATS):
-    raise RuntimeError("two tool-call formats share a state tag")
-_FORMAT_OF_STATE: dict[type, ToolFormat[Any]] = {
-    fmt.state_type: fmt for fmt in TOOL_FORMATS.values()}
+if TYPE_CHECKING:
+    from derender.core.parsers.engine import EngineConfig
+    from derender.core.parsers.formats.harmony import HarmonyState
 
 OTHER_FORMAT = "stream_state holds the tool-call state of another format than this model's"
 
-PARSED_UNDER_NONE = frozenset({"mistral", "qwen3_coder", "mimo", "seed_oss", "kimi_k2", "gemma4"})
-"""Formats whose calls vLLM still parses under ``tool_choice`` "none", dropping them with
-their markup (the others leave the output as content; mistral's older grammar too)."""
-PARSED_WITHOUT_TOOLS = frozenset({"mistral", "qwen3_coder", "mimo", "seed_oss"})
-"""Formats whose calls vLLM 0.33 still parses in a request without ``tools`` (its
-``tool_choice`` is then "none" and nothing suppresses the calls), dropping them with their
-markup, the text around them read as when calls are returned (qwen3_coder: 1524; mistral, both
-grammars: 1530, 1534; mimo, seed_oss: 951, 1009; step3p5 is qwen3_coder: 895). hermes (1518),
-llama3_json (1546), pythonic (1548), deepseek_v3 (1550), deepseek_v31 (1552) and openai (327)
-leave the output as content. ``"tools": []`` is refused before any parsing (1520)."""
-DROPPED_WITHOUT_TOOLS = frozenset({"kimi_k2", "gemma4"})
-"""Formats whose calls vLLM reads and drops when the request has no ``tools``, the content
-read as with calls not kept (docs/recording-issue14.md, 1113, 1195)."""
+REASONING_PARSERS = frozenset(REASONING_BY_NAME)
+"""Every reasoning parser name served (``registry.REASONING_RECORDS``)."""
+TOOL_PARSERS = frozenset(TOOLS_BY_NAME)
+"""Every tool parser name served, aliases included (``registry.TOOL_RECORDS``)."""
 
-UNPARSED_WITHOUT_CALLS = frozenset({"minimax_m3"})
-"""Engine formats vLLM does not run under ``tool_choice`` "none" or without ``tools``: the
-markup stays in the content [811, 817] (the other engine formats read every output)."""
+RESTORE_MARKUP: dict[int, str | int] = {
+    **{STAND_IN + i: marker for i, marker in enumerate(MARKUP)},
+    **{LITERAL + i: STAND_IN + i for i in range(len(MARKUP))}}
+"""``str.translate`` table turning text decoded with the marked vocabulary back into the
+model's text: stand-ins into the markers' text, escaped literals into what was written."""
 
-HARMONY_REASONING, HARMONY_TOOLS = "openai_gptoss", "openai"
-"""vLLM's names for the Harmony parsers (gpt-oss models only; the reasoning one is their
-default)."""
 
-ENGINE_FORMATS = frozenset(engine.CONFIGS)
-"""Formats read by the parser engine (``engine``): their tool parser reads the whole output."""
-ENGINE_REASONING: dict[str, tuple[str, Callable[[dict[str, Any]], bool]]] = {
-    "deepseek_v4": ("deepseek_v4", dsml.thinking), "deepseek_v41": ("deepseek_v41", dsml.thinking),
-    "glm45": ("glm", glm.thinking), "glm47": ("glm", glm.thinking),
-    "minimax_m2": ("minimax_m2", minimax.m2_thinking)}
-"""Reasoning parsers that are an engine format's own reasoning: parser name → (family, whether
-the request's template kwargs turn thinking on). As in vLLM, one machine reads both when the
-tool parser is of the same family."""
-ENGINE_FAMILY = {"deepseek_v32": "deepseek_v32", "deepseek_v4": "deepseek_v4",
-                 "deepseek_v41": "deepseek_v41", "glm45": "glm", "glm47": "glm",
-                 "minimax_m2": "minimax_m2", "minimax_m3": "minimax_m3"}
-REASONING_FORMATS = {**reasoning.FORMATS, gemma4.REASONING.name: gemma4.REASONING}
-"""The reasoning formats by parser name (the engine formats' own reasoning is not here)."""
-REASONING_PARSERS = frozenset({*REASONING_FORMATS, HARMONY_REASONING, *ENGINE_REASONING})
-TOOL_PARSERS = frozenset({*TOOL_FORMATS, *TOOL_ALIASES, HARMONY_TOOLS})
+def marked(vocab: Vocabulary) -> Vocabulary:
+    """The vocabulary the parser path decodes with: each single-token marker of ``MARKUP``
+    decoding to its stand-in (``Vocabulary.marked_by``)."""
+    return vocab.marked_by(MARKUP)
+
+
+def spelled(vocab: Vocabulary, marker: str) -> str:
+    """How ``marker`` appears in text decoded with ``marked(vocab)``."""
+    return spelling(vocab.token_id, marker, STAND_IN)
+
+
+def tool_record(name: str | None) -> ToolRecord | None:
+    """The record of a tool parser name (an alias's is its format's); None for None."""
+    return None if name is None else TOOLS_BY_NAME[name]
+
+
+def reasoning_record(name: str | None) -> ReasoningRecord | None:
+    return None if name is None else REASONING_BY_NAME[name]
+
+
+def tag_of(name: str) -> int:
+    """The stream-state tag of a tool parser name (an alias's is its format's)."""
+    tag = TOOLS_BY_NAME[name].tag
+    if tag is None:
+        raise ValueError(f"{name!r} has no tool-call state of its own")
+    return tag
+
+
+@functools.cache
+def tool_format(name: str) -> ToolFormat[Any]:
+    """A tool-call format's machine (its module imported on first use)."""
+    ref = TOOLS_BY_NAME[name].format
+    if ref is None:
+        raise ValueError(f"{name!r} has no tool-call machine of its own")
+    fmt: ToolFormat[Any] = ref.load()
+    return fmt
+
+
+@functools.cache
+def engine_config(name: str) -> EngineConfig:
+    """An engine format's config (its module imported on first use)."""
+    ref = TOOLS_BY_NAME[name].config
+    if ref is None:
+        raise ValueError(f"{name!r} is not read by the parser engine")
+    config: EngineConfig = ref.load()
+    return config
+
+
+@functools.cache
+def reasoning_format(name: str) -> ReasoningFormat:
+    ref = REASONING_BY_NAME[name].format
+    if ref is None:
+        raise ValueError(f"{name!r} is not read by the reasoning machine")
+    fmt: ReasoningFormat = ref.load()
+    return fmt
+
+
+def load(reasoning_parser: str | None, tool_parser: str | None) -> None:
+    """Import the machines of a model's parsers (at start-up: SnapStart snapshots them)."""
+    tool, own = tool_record(tool_parser), reasoning_record(reasoning_parser)
+    if tool is not None and tool.format is not None:
+        tool_format(tool.name)
+    if tool is not None and tool.config is not None:
+        engine_config(tool.name)
+    if own is not None and own.format is not None:
+        reasoning_format(own.name)
+    if own is not None and own.reasoning_config:
+        engine_config(own.reasoning_config)
+    for ref in (own.switch if own else None, tool.call_id if tool else None,
+                tool.older_grammar if tool else None):
+        if ref is not None:
+            ref.load()
+    if Machine.HARMONY in (tool and tool.machine, own and own.machine):
+        _harmony()
+
+
+def _harmony() -> Any:
+    from derender.core.parsers.formats import harmony  # noqa: PLC0415 (only for gpt-oss)
+    return harmony
+
+
+def harmony_tokens(vocab: Vocabulary) -> object:
+    """The Harmony machine's token ids of a gpt-oss vocabulary (ValueError: not one)."""
+    return _harmony().tokens(vocab)
 
 
 def pairing_error(reasoning_parser: str | None, tool_parser: str | None) -> str | None:
@@ -107,12 +155,13 @@ def pairing_error(reasoning_parser: str | None, tool_parser: str | None) -> str 
     parser serves with its family's tool parser (one machine reads both) or alone; an engine
     tool parser with any reasoning parser (another family's reads first, then the engine the
     content) or alone."""
-    family = ENGINE_FAMILY.get(tool_parser or "")
-    own = ENGINE_REASONING.get(reasoning_parser or "")
-    if own is not None and tool_parser is not None and own[0] != family:
+    own, tool = reasoning_record(reasoning_parser), tool_record(tool_parser)
+    if (own is not None and own.machine is Machine.ENGINE and tool is not None
+            and own.family != tool.family):
+        family = sorted(n for r in TOOLS_BY_NAME.values() if r.family == own.family
+                        for n in r.names)
         return (f"reasoning parser {reasoning_parser!r} is read by its family's tool parser "
-                f"({', '.join(sorted(n for n, f in ENGINE_FAMILY.items() if f == own[0]))}) "
-                f"and serves only with it or alone")
+                f"({', '.join(sorted(set(family)))}) and serves only with it or alone")
     return None
 
 
@@ -122,13 +171,14 @@ def engine_mode(reasoning_parser: str | None, tool_parser: str | None) -> str | 
     the reasoning alone (an engine reasoning parser without a tool parser: tool tags are
     text), or the tools after another family's reasoning parser (``FOREIGN``: as the tools
     alone, but a config's ``held_end`` is read); None: the engine is not used."""
-    own = ENGINE_REASONING.get(reasoning_parser or "")
-    if tool_parser in ENGINE_FORMATS:
-        if own is not None:
-            return engine.BOTH
-        return engine.FOREIGN if reasoning_parser is not None else engine.TOOLS
-    if own is not None and tool_parser is None:
-        return engine.REASONING_ONLY
+    own, tool = reasoning_record(reasoning_parser), tool_record(tool_parser)
+    engine_reasoning = own is not None and own.machine is Machine.ENGINE
+    if tool is not None and tool.machine is Machine.ENGINE:
+        if engine_reasoning:
+            return BOTH
+        return FOREIGN if reasoning_parser is not None else TOOLS
+    if engine_reasoning and tool_parser is None:
+        return REASONING_ONLY
     return None
 
 
@@ -141,7 +191,7 @@ class ParserSettings:
     """``enable_thinking`` from the template kwargs (vLLM §7.2)."""
     tool_format: str | None
     """The tool-call format parsing the output; None when tool calls are not parsed (no tool
-    parser, no ``tools``, or ``tool_choice`` "none" unless ``PARSED_UNDER_NONE``)."""
+    parser, no ``tools``, or ``tool_choice`` "none" unless its record's ``under_none``)."""
     keep_calls: bool
     """Parsed calls are returned (else dropped, their markup gone, as vLLM does)."""
     forced: bool
@@ -160,14 +210,14 @@ class ParserSettings:
     "openai" when function messages are tool calls)."""
     as_called: bool = False
     """Calls are read and content treated as with calls kept, but the calls are dropped
-    (``PARSED_WITHOUT_TOOLS``)."""
+    (``WithoutTools.AS_CALLED``)."""
     force_content: bool = False
     """The template kwargs force content (``force_nonempty_content`` true or
     ``enable_thinking`` false), for reasoning formats that swap (nemotron_v3)."""
     engine_thinking: bool = False
     """An engine format reading reasoning: thinking is on for the request (the output starts
     in reasoning)."""
-    engine_mode: str = "both"
+    engine_mode: str = BOTH
     """What an engine format reads (``engine_mode``)."""
 
     @property
@@ -188,11 +238,14 @@ class ParserSettings:
 class ParserState:
     reasoning: ReasoningState | None
     tools: ToolState | None
-    """The tool-call format's state (the type says which format)."""
+    """The tool-call format's state."""
     calls_kept: bool = False
     """A kept tool call was emitted (finish_reason becomes "tool_calls")."""
-    harmony: harmony.HarmonyState | None = None
+    harmony: HarmonyState | None = None
     """The Harmony machine's state (gpt-oss models; then the other two are None)."""
+    tool_tag: int | None = None
+    """The tag of the format ``tools`` belongs to (its record's): the stream state stores it,
+    and a state is only ever read by that format."""
 
 
 def template_kwargs(request: ChatRequest) -> dict[str, Any]:
@@ -208,8 +261,7 @@ def template_kwargs(request: ChatRequest) -> dict[str, Any]:
 def v3_thinking(request: ChatRequest) -> bool:
     """``deepseek_v3``: thinking only when the kwargs' ``thinking`` or ``enable_thinking`` is
     truthy."""
-    kwargs = template_kwargs(request)
-    return bool(kwargs.get("thinking")) or bool(kwargs.get("enable_thinking"))
+    return reasoning.v3_switch(template_kwargs(request))
 
 
 def template_thinking(request: ChatRequest) -> bool:
@@ -227,11 +279,12 @@ def template_thinking(request: ChatRequest) -> bool:
 
 def parser_settings(reasoning_parser: str | None, tool_parser: str | None,
                     request: ChatRequest, vocab: Vocabulary) -> ParserSettings:
-    tool_parser = TOOL_ALIASES.get(tool_parser or "", tool_parser)
+    tool, own = tool_record(tool_parser), reasoning_record(reasoning_parser)
+    tool_parser = None if tool is None else tool.name
     choice: Any = request.tool_choice
     named = isinstance(choice, dict)
     forced = named or choice == "required"
-    if reasoning_parser == HARMONY_REASONING or tool_parser == HARMONY_TOOLS:
+    if Machine.HARMONY in (tool and tool.machine, own and own.machine):
         return ParserSettings(
             reasoning=None, thinking=True, tool_format=tool_parser,
             keep_calls=forced or (choice == "auto" and tool_parser is not None
@@ -239,42 +292,45 @@ def parser_settings(reasoning_parser: str | None, tool_parser: str | None,
             forced=forced, named=named, forced_name=None,
             parallel=request.parallel_tool_calls is not False,
             include_reasoning=request.include_reasoning, harmony=True)
-    under_none = tool_parser in PARSED_UNDER_NONE and not (
-        tool_parser == "mistral"
-        and mistral.older_grammar(lambda m: vocab.token_id(m) is not None))
-    tools = (tool_parser is not None
-             and (bool(request.tools) or tool_parser in DROPPED_WITHOUT_TOOLS)
+    under_none = tool is not None and tool.under_none and not (
+        tool.older_grammar is not None
+        and tool.older_grammar.load()(lambda m: vocab.token_id(m) is not None))
+    tools = (tool is not None
+             and (bool(request.tools) or tool.without_tools is WithoutTools.DROPPED)
              and (choice != "none" or under_none))
-    as_called = tool_parser in PARSED_WITHOUT_TOOLS and not request.tools
+    as_called = (tool is not None and tool.without_tools is WithoutTools.AS_CALLED
+                 and not request.tools)
     tools = tools or as_called
     keep = forced or (choice == "auto" and tools and bool(request.tools))
-    own = ENGINE_REASONING.get(reasoning_parser or "")
+    engine_reasoning = own is not None and own.machine is Machine.ENGINE
     mode = engine_mode(reasoning_parser, tool_parser)
-    if tool_parser in UNPARSED_WITHOUT_CALLS:
+    if tool is not None and tool.reads is Reads.WITH_CALLS:
         keep = tools and (forced or choice == "auto")
-    elif tool_parser in ENGINE_FORMATS:
+    elif tool is not None and tool.reads is Reads.EVERY_OUTPUT:
         # the engine reads every output: without tools its calls are dropped, under "none"
         # hidden with their markup
         tools, keep = True, bool(request.tools) and (forced or choice == "auto")
-    elif mode == engine.REASONING_ONLY:
-        tool_parser, tools, keep = reasoning_parser, True, False
-    fmt = REASONING_FORMATS[reasoning_parser] if reasoning_parser and own is None else None
-    thinking = (v3_thinking(request) if reasoning_parser == "deepseek_v3"
-                else minimax.m3_thinking(template_kwargs(request))
-                if reasoning_parser == "minimax_m3" else template_thinking(request))
-    if fmt is not None:
-        thinking = reasoning.switched_on(fmt, request.chat_template_kwargs or {}, thinking)
+    elif mode == REASONING_ONLY and own is not None:
+        tool_parser, tools, keep = own.reasoning_config, True, False
+    fmt = reasoning_format(own.name) if own is not None and not engine_reasoning else None
+    if own is not None and own.thinking is Thinking.KWARGS and own.switch is not None:
+        on: bool = own.switch.load()(template_kwargs(request))
+    else:
+        on = template_thinking(request)
+    thinking = on if engine_reasoning else (
+        reasoning.switched_on(fmt, request.chat_template_kwargs or {}, on) if fmt else on)
     return ParserSettings(
-        reasoning=fmt, thinking=thinking, tool_format=tool_parser if tools else None,
+        reasoning=fmt, thinking=template_thinking(request) if engine_reasoning else thinking,
+        tool_format=tool_parser if tools else None,
         keep_calls=keep, forced=forced,
         named=named, forced_name=(choice.get("function") or {}).get("name") if named else None,
         parallel=request.parallel_tool_calls is not False,
         include_reasoning=request.include_reasoning,
-        spell=tuple((marker, vocab.spelled(marker)) for marker in MARKUP),
+        spell=tuple((marker, spelled(vocab, marker)) for marker in MARKUP),
         request_tools=tuple(request.tools or ()) if tools else (),
         force_content=forces_content(request), as_called=as_called,
-        engine_thinking=own is not None and own[1](template_kwargs(request)),
-        engine_mode=mode or engine.BOTH,
+        engine_thinking=engine_reasoning and thinking,
+        engine_mode=mode or BOTH,
     )
 
 
@@ -287,31 +343,36 @@ def forces_content(request: ChatRequest) -> bool:
 def start(settings: ParserSettings, vocab: Vocabulary, prompt_ids: Sequence[int] | None
           ) -> ParserState:
     if settings.harmony:
-        return ParserState(None, None, harmony=harmony.HarmonyState())
+        return ParserState(None, None, harmony=_harmony().HarmonyState())
     fmt = settings.reasoning
     tools: ToolState | None = None
-    if settings.tool_format in ENGINE_FORMATS:
-        tools = engine.start(TOOL_FORMATS[settings.tool_format], settings.engine_thinking,
-                             settings.engine_mode)
-    elif settings.tool_format is not None:
-        tools = TOOL_FORMATS[settings.tool_format].start()
+    tool = tool_record(settings.tool_format)
+    if tool is not None and tool.machine is Machine.ENGINE:
+        from derender.core.parsers import engine  # noqa: PLC0415 (only when served)
+        tools = engine.start(tool_format(tool.name), engine_config(tool.name),
+                             settings.engine_thinking, settings.engine_mode)
+    elif tool is not None:
+        tools = tool_format(tool.name).start()
     return ParserState(
         reasoning=None if fmt is None else reasoning.start(fmt, vocab, prompt_ids,
                                                            settings.thinking,
                                                            settings.force_content),
-        tools=tools,
+        tools=tools, tool_tag=None if tools is None or tool is None else tool.tag,
     )
 
 
 def step(settings: ParserSettings, state: ParserState, vocab: Vocabulary, text: str,
          ids: Sequence[int], final: bool) -> tuple[ParsedDelta, ParserState]:
     """Reasoning, content and tool-call deltas of an output's next part: its text (decoded
-    with ``vocab.marked``) or, for Harmony, its token ids."""
+    with ``marked(vocab)``) or, for Harmony, its token ids."""
     if not settings.harmony:
         return feed(settings, state, text, final)
     if state.harmony is None:
         raise BadRequestError(OTHER_FORMAT)
-    delta, machine = harmony.feed(state.harmony, settings.tool_format == HARMONY_TOOLS,
+    harmony = _harmony()
+    tool = tool_record(settings.tool_format)
+    delta, machine = harmony.feed(state.harmony, tool is not None
+                                  and tool.machine is Machine.HARMONY,
                                   harmony.tokens(vocab), ids, final)
     calls = _kept(settings, delta.calls)
     reasoning = delta.reasoning if settings.include_reasoning else ""
@@ -341,12 +402,16 @@ def feed(settings: ParserSettings, state: ParserState, text: str, final: bool
     calls: list[ToolCallDelta] = []
     tool_state = state.tools
     if tool_state is not None:
-        fmt = TOOL_FORMATS.get(settings.tool_format or "")
-        if fmt is None or not isinstance(tool_state, fmt.state_type):
+        tool = tool_record(settings.tool_format)
+        if tool is None or tool.tag is None or state.tool_tag != tool.tag:
             raise BadRequestError(OTHER_FORMAT)
-        if fmt.name in ENGINE_FORMATS and isinstance(tool_state, engine.EngineState):
+        fmt = tool_format(tool.name)
+        if tool.machine is Machine.ENGINE:
+            from derender.core.parsers import engine  # noqa: PLC0415 (only when served)
+            if not isinstance(tool_state, engine.EngineState):
+                raise BadRequestError(OTHER_FORMAT)
             more, content, calls, tool_state = engine.feed(
-                engine.CONFIGS[fmt.name], tool_state, content, final, settings.tool_context())
+                engine_config(tool.name), tool_state, content, final, settings.tool_context())
             thought += more
         else:
             content, calls, tool_state = fmt.step(tool_state, content, final,
@@ -356,23 +421,17 @@ def feed(settings: ParserSettings, state: ParserState, text: str, final: bool
              for c in calls]
     delta = ParsedDelta((thought if settings.include_reasoning else "").translate(RESTORE_MARKUP),
                         content.translate(RESTORE_MARKUP), calls)
-    return delta, ParserState(reasoning_state, tool_state, state.calls_kept or bool(calls))
-
-
-def format_of(state: ToolState) -> ToolFormat[Any]:
-    """The format a tool-call state belongs to."""
-    return _FORMAT_OF_STATE[type(state)]
-
-
-CALL_IDS = {"mistral": mistral.call_id}
-"""Formats whose calls carry ids of the model's own form (else ``chatcmpl-tool-…``)."""
+    return delta, ParserState(reasoning_state, tool_state, state.calls_kept or bool(calls),
+                              tool_tag=state.tool_tag if tool_state is not None else None)
 
 
 def tool_call_id(request_id: str, choice_index: int, call_index: int,
                  tool_format: str | None = None) -> str:
     """Deterministic id: the same across retries and between streaming and non-streaming."""
-    if tool_format in CALL_IDS:
-        return CALL_IDS[tool_format](request_id, choice_index, call_index)
+    tool = tool_record(tool_format)
+    if tool is not None and tool.call_id is not None:
+        own: str = tool.call_id.load()(request_id, choice_index, call_index)
+        return own
     digest = hashlib.sha256(f"{request_id}\x00{choice_index}\x00{call_index}".encode()).hexdigest()
     return f"chatcmpl-tool-{digest[:16]}"
 

@@ -2,7 +2,7 @@
 vLLM 0.33 runs on its declarative engine (``vllm/parser/engine/``), each format a config.
 
 As in vLLM, a config names *terminals* (literal tags; single-token markers arrive as stand-in
-characters, ``vocab.MARKUP``) and a transition table ``(phase, terminal) → (phase, events)``
+characters, ``registry.MARKUP``) and a transition table ``(phase, terminal) → (phase, events)``
 over the phases CONTENT, REASONING, PREAMBLE, NAME, ARGS and BETWEEN; text between terminals
 belongs to the phase (content, reasoning, the call's name, its arguments; dropped in PREAMBLE
 and BETWEEN). A terminal without a transition in the phase is text of the phase. The raw
@@ -40,8 +40,8 @@ from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 from derender.core.decoding.markers import earliest, pending_prefix
-from derender.core.decoding.vocab import MARKUP
 from derender.core.parsers.formats.qwen3_coder import coerce, schema_mask
+from derender.core.parsers.registry import BOTH, FOREIGN, MARKUP, REASONING_ONLY, TOOLS
 from derender.core.parsers.tools import (
     MAX_LEADING_SPACE,
     ToolCallDelta,
@@ -58,10 +58,7 @@ PHASES = ("content", "reasoning", "preamble", "name", "args", "between")
 START, NAMED, END, TEXT, HOLD = 1, 2, 4, 8, 16
 """Transition events: a call starts (its name follows); its name ends; it ends; the terminal
 is text of the new phase; the terminal is held (``EngineConfig.held_end``)."""
-BOTH, TOOLS, REASONING_ONLY, FOREIGN = "both", "tools", "reasoning", "foreign"
-"""What the machine reads (vLLM serves an engine format as both parsers, as the tool parser
-alone, or as the reasoning parser alone; ``FOREIGN``: as the tool parser after another
-family's reasoning parser, which reads the think tags first)."""
+__all__ = ["BOTH", "FOREIGN", "REASONING_ONLY", "TOOLS"]  # what the machine reads (registry)
 
 MAX_NAME = 128
 """Characters of a function name or GLM parameter key; a longer name makes no call, a longer
@@ -448,13 +445,13 @@ def fix_object(values: dict[str, Any], properties: Mapping[str, Any]) -> dict[st
 
 # the machine
 
-def start(fmt: ToolFormat[Any], thinking: bool, mode: str = BOTH) -> EngineState:
+def start(fmt: ToolFormat[Any], config: EngineConfig, thinking: bool, mode: str = BOTH
+          ) -> EngineState:
     """Initial state: in reasoning when the config has reasoning, the machine reads it and
     thinking is on. The tool parser alone reads no think terminals (they are text: vLLM's
     recordings 1300-1326); the reasoning parser alone no tool terminals; after another
     family's reasoning parser only ``held_end``."""
     state: EngineState = fmt.start()
-    config = CONFIGS[fmt.name]
     reads = mode not in (TOOLS, FOREIGN) and bool(config.think_transitions)
     think = reads and (thinking or config.think_always)
     return type(state)(phase=REASONING if reads and thinking else CONTENT,
@@ -853,10 +850,6 @@ class GlmArgs:
 
 # formats
 
-CONFIGS: dict[str, EngineConfig] = {}
-"""Engine configs by parser name (filled by the format modules)."""
-
-
 def encode(state: EngineState, w: Writer) -> None:
     w.uint(state.phase | state.sub << 3)
     for text in (state.held, state.acc, state.key):
@@ -885,15 +878,15 @@ def decoder(state_type: type[S], subs: int, max_acc: int = MAX_VALUE) -> Callabl
     return decode
 
 
-def make_format(config: EngineConfig, tag: int, state_type: type[S]) -> ToolFormat[S]:
+def make_format(config: EngineConfig) -> ToolFormat[EngineState]:
     """The config as a tool-call format (its ``feed`` reads tool calls from content; the
-    parser path calls ``feed`` above to read reasoning as well)."""
-    CONFIGS[config.name] = config
+    parser path calls ``feed`` above to read reasoning as well, with the config its record
+    names: ``registry.ToolRecord.config``)."""
 
-    def tool_feed(state: S, text: str, final: bool, context: ToolContext
-                  ) -> tuple[str, list[ToolCallDelta], S]:
+    def tool_feed(state: EngineState, text: str, final: bool, context: ToolContext
+                  ) -> tuple[str, list[ToolCallDelta], EngineState]:
         _, content, deltas, next_state = feed(config, state, text, final, context)
         return content, deltas, next_state
 
-    return ToolFormat(config.name, tag, state_type, state_type, tool_feed, encode,
-                      decoder(state_type, config.args.subs, config.args.max_acc))
+    return ToolFormat(config.name, EngineState, EngineState, tool_feed, encode,
+                      decoder(EngineState, config.args.subs, config.args.max_acc))

@@ -36,7 +36,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from derender.core.decoding.markers import earliest, pending_prefix
-from derender.core.decoding.vocab import Vocabulary
+from derender.core.decoding.vocab import STAND_IN, Vocabulary
+from derender.core.parsers.registry import spelling
 from derender.core.state.codec import Reader, Writer
 
 THINK, END_THINK, TOOL_CALL = "<think>", "</think>", "<tool_call>"
@@ -200,11 +201,18 @@ def start(fmt: ReasoningFormat, vocab: Vocabulary, prompt_ids: Sequence[int] | N
     if fmt.honours_prompt:
         return ReasoningState(prompt_leaves_reasoning_open(vocab, prompt_ids), swap=swap)
     if fmt.prefix_opens:
-        return ReasoningState(False, vocab.spelled(fmt.start) + vocab.spelled(fmt.end),
+        return ReasoningState(False, spelling(vocab.token_id, fmt.start, STAND_IN)
+                              + spelling(vocab.token_id, fmt.end, STAND_IN),
                               swap=swap)
     if fmt.opens_once:
         return ReasoningState(thinking)
     return ReasoningState(not fmt.starts_in_content, swap=swap)
+
+
+def v3_switch(kwargs: Mapping[str, object]) -> bool:
+    """``deepseek_v3``: thinking only when the template kwargs' ``thinking`` or
+    ``enable_thinking`` is truthy."""
+    return bool(kwargs.get("thinking")) or bool(kwargs.get("enable_thinking"))
 
 
 def switched_on(fmt: ReasoningFormat, kwargs: Mapping[str, object], thinking: bool) -> bool:

@@ -81,8 +81,6 @@ class ToolFormat(Generic[S]):
     """One tool-call format as vLLM names it."""
 
     name: str
-    tag: int
-    """Its code in the stream state (never reused: a state says which format wrote it)."""
     state_type: type[S]
     start: Callable[[], S]
     feed: Feed[S]

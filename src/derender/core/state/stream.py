@@ -14,13 +14,8 @@ from dataclasses import dataclass, field
 
 from derender.core.decoding.detokenizer import DecodeWindow
 from derender.core.errors import BadRequestError
-from derender.core.parsers import (
-    FORMATS_BY_TAG,
-    ParserState,
-    format_of,
-    reasoning,
-)
-from derender.core.parsers.formats import harmony
+from derender.core.parsers import ParserState, reasoning, tool_format
+from derender.core.parsers.registry import TOOLS_BY_TAG
 from derender.core.state.codec import MAX_VALUE, Reader, Writer
 
 __all__ = ["FINGERPRINT_BYTES", "MAX_VALUE", "StopProgress", "StreamState", "decode_state",
@@ -103,17 +98,20 @@ def _encode_parser(w: Writer, parser: ParserState | None) -> None:
     if parser is None:
         w.uint(0)
         return
-    thought, tools = parser.reasoning, parser.tools
-    fmt = None if tools is None else format_of(tools)
+    thought, tools, tag = parser.reasoning, parser.tools, parser.tool_tag
+    record = None if tag is None else TOOLS_BY_TAG.get(tag)
+    if (tools is None) != (record is None):
+        raise ValueError("a tool-call state needs its format's tag")
     w.uint(_PARSER | (_CALLS_KEPT if parser.calls_kept else 0)
            | (0 if thought is None else _REASONING | (_IN_REASONING if thought.reasoning else 0))
-           | (0 if fmt is None else _TOOLS | fmt.tag << _TAG_SHIFT)
+           | (0 if tag is None else _TOOLS | tag << _TAG_SHIFT)
            | (0 if parser.harmony is None else _HARMONY))
     if thought is not None:
         reasoning.encode(thought, w)
-    if fmt is not None and tools is not None:
-        fmt.write(tools, w)
+    if record is not None and tools is not None:
+        tool_format(record.name).write(tools, w)
     if parser.harmony is not None:
+        from derender.core.parsers.formats import harmony  # noqa: PLC0415 (only for gpt-oss)
         harmony.encode(parser.harmony, w)
 
 
@@ -122,16 +120,20 @@ def _decode_parser(r: Reader) -> ParserState | None:
     if not flags & _PARSER:
         return None
     thought = reasoning.decode(bool(flags & _IN_REASONING), r) if flags & _REASONING else None
-    tools = None
+    tools, tag = None, None
     if flags & _TOOLS:
-        fmt = FORMATS_BY_TAG.get(flags >> _TAG_SHIFT)
-        if fmt is None:
+        tag = flags >> _TAG_SHIFT
+        record = TOOLS_BY_TAG.get(tag)
+        if record is None:
             raise ValueError("unknown tool-call format")
-        tools = fmt.decode(r)
+        tools = tool_format(record.name).decode(r)
     elif flags >> _TAG_SHIFT:
         raise ValueError("a tool-call format without its state")
-    machine = harmony.decode(r) if flags & _HARMONY else None
-    return ParserState(thought, tools, bool(flags & _CALLS_KEPT), machine)
+    machine = None
+    if flags & _HARMONY:
+        from derender.core.parsers.formats import harmony  # noqa: PLC0415 (only for gpt-oss)
+        machine = harmony.decode(r)
+    return ParserState(thought, tools, bool(flags & _CALLS_KEPT), machine, tag)
 
 
 def decode_state(payload: bytes) -> StreamState:

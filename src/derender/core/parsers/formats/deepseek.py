@@ -1,6 +1,6 @@
 """The DeepSeek tool-call formats: ``deepseek_v3`` (DeepSeek V3, R1-0528) and ``deepseek_v31``
 (DeepSeek V3.1, V3.2), as vLLM 0.33's ``DeepSeekV3ToolParser`` and ``DeepSeekV31ToolParser``
-read them. Calls are wrapped in marker tokens, matched by id (``vocab.MARKUP``)::
+read them. Calls are wrapped in marker tokens, matched by id (``registry.MARKUP``)::
 
     deepseek_v3:  <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME
                   ```json
@@ -307,9 +307,9 @@ def _decode_v31(r: Reader) -> DeepSeekV31State:
     return DeepSeekV31State(*_fields(r))
 
 
-V3 = ToolFormat("deepseek_v3", 20, DeepSeekV3State, DeepSeekV3State, _feed_v3, _encode,
+V3 = ToolFormat("deepseek_v3", DeepSeekV3State, DeepSeekV3State, _feed_v3, _encode,
                 _decode_v3)
-V31 = ToolFormat("deepseek_v31", 21, DeepSeekV31State, DeepSeekV31State, _feed_v31, _encode,
+V31 = ToolFormat("deepseek_v31", DeepSeekV31State, DeepSeekV31State, _feed_v31, _encode,
                  _decode_v31)
 
 
@@ -317,6 +317,6 @@ def _decode_kimi(r: Reader) -> KimiK2State:
     return KimiK2State(*_fields(r))
 
 
-KIMI_K2 = ToolFormat("kimi_k2", 22, KimiK2State, KimiK2State, _feed_kimi, _encode,
+KIMI_K2 = ToolFormat("kimi_k2", KimiK2State, KimiK2State, _feed_kimi, _encode,
                      _decode_kimi)
 """Tags 20, 21 and 22 (this module's range, apart from the other formats')."""

@@ -19,8 +19,6 @@ tool's schema (``engine.DsmlArgs``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from derender.core.parsers.engine import (
     ARGS,
     BETWEEN,
@@ -33,7 +31,6 @@ from derender.core.parsers.engine import (
     START,
     DsmlArgs,
     EngineConfig,
-    EngineState,
     make_format,
 )
 
@@ -81,26 +78,8 @@ V32_CONFIG = _config("deepseek_v32", "", ("function_calls",), "function_calls", 
 V4_CONFIG = _config("deepseek_v4", "", ("tool_calls", "toolcalls", "tool"), "tool_calls", True)
 V41_CONFIG = _config("deepseek_v41", " ", ("calls",), "calls", True)
 
-
-@dataclass(frozen=True, slots=True)
-class DeepSeekV32State(EngineState):
-    pass
-
-
-@dataclass(frozen=True, slots=True)
-class DeepSeekV4State(EngineState):
-    pass
-
-
-@dataclass(frozen=True, slots=True)
-class DeepSeekV41State(EngineState):
-    pass
-
-
-V32 = make_format(V32_CONFIG, 50, DeepSeekV32State)
-V4 = make_format(V4_CONFIG, 51, DeepSeekV4State)
-V41 = make_format(V41_CONFIG, 52, DeepSeekV41State)
-"""Tags 50-52 (this module's range)."""
+V32, V4, V41 = make_format(V32_CONFIG), make_format(V4_CONFIG), make_format(V41_CONFIG)
+"""The formats (their records: ``registry.TOOL_RECORDS``)."""
 
 
 def thinking(kwargs: dict[str, object]) -> bool:

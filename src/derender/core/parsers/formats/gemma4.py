@@ -518,5 +518,5 @@ def _decode(r: Reader) -> Gemma4State:
                        parens // 2 if parens % 2 == 0 else -(parens + 1) // 2)
 
 
-FORMAT = ToolFormat("gemma4", 45, Gemma4State, Gemma4State, feed, _encode, _decode)
+FORMAT = ToolFormat("gemma4", Gemma4State, Gemma4State, feed, _encode, _decode)
 """Tag 40 (this module's range, apart from the other formats')."""

@@ -15,8 +15,6 @@ dropped (see ``engine`` for what a stream can do of that).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from derender.core.parsers.engine import (
     ARGS,
     CONTENT,
@@ -26,7 +24,6 @@ from derender.core.parsers.engine import (
     REASONING,
     START,
     EngineConfig,
-    EngineState,
     GlmArgs,
     make_format,
 )
@@ -56,21 +53,7 @@ def _config(name: str) -> EngineConfig:
 
 
 GLM45_CONFIG, GLM47_CONFIG = _config("glm45"), _config("glm47")
-
-
-@dataclass(frozen=True, slots=True)
-class Glm45State(EngineState):
-    pass
-
-
-@dataclass(frozen=True, slots=True)
-class Glm47State(EngineState):
-    pass
-
-
-GLM45 = make_format(GLM45_CONFIG, 53, Glm45State)
-GLM47 = make_format(GLM47_CONFIG, 54, Glm47State)
-"""Tags 53-54 (this module's range)."""
+GLM45, GLM47 = make_format(GLM45_CONFIG), make_format(GLM47_CONFIG)
 
 
 def thinking(kwargs: dict[str, object]) -> bool:

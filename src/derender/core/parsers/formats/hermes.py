@@ -228,5 +228,5 @@ def _decode(r: Reader) -> HermesState:
         escaped=bool(bits & 8), scalar=bool(bits & 16)), FORMS[mode_form >> 4])
 
 
-FORMAT = ToolFormat("hermes", 0, HermesState, HermesState, _feed, _encode, _decode)
+FORMAT = ToolFormat("hermes", HermesState, HermesState, _feed, _encode, _decode)
 """Tag 0: hermes states are laid out as before formats were tagged."""

@@ -277,4 +277,4 @@ def _decode(r: Reader) -> Llama3JsonState:
         escaped=bool(bits & 8), scalar=bool(bits & 16)), bool(mode_bare & 8), lead)
 
 
-FORMAT = ToolFormat("llama3_json", 1, Llama3JsonState, Llama3JsonState, feed, _encode, _decode)
+FORMAT = ToolFormat("llama3_json", Llama3JsonState, Llama3JsonState, feed, _encode, _decode)

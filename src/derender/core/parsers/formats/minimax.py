@@ -25,7 +25,6 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any, TypeAlias
 
 from derender.core.parsers.engine import (
@@ -41,7 +40,6 @@ from derender.core.parsers.engine import (
     START,
     DsmlArgs,
     EngineConfig,
-    EngineState,
     _Run,
     fix_object,
     make_format,
@@ -98,15 +96,7 @@ def _m2_config() -> EngineConfig:
 
 
 M2_CONFIG = _m2_config()
-
-
-@dataclass(frozen=True, slots=True)
-class MinimaxM2State(EngineState):
-    pass
-
-
-M2 = make_format(M2_CONFIG, 55, MinimaxM2State)
-"""Tags 55-59 (this module's range)."""
+M2 = make_format(M2_CONFIG)
 
 
 def m2_thinking(kwargs: dict[str, object]) -> bool:
@@ -117,7 +107,8 @@ def m2_thinking(kwargs: dict[str, object]) -> bool:
 # MiniMax M3
 
 M3_NS = "]<]minimax[>["
-"""The namespace prefixing every M3 tag: one added token (200058), a marker (``vocab.MARKUP``)."""
+"""The namespace prefixing every M3 tag: one added token (200058), a marker
+(``registry.MARKUP``)."""
 MM_THINK, MM_END_THINK = "<mm:think>", "</mm:think>"
 MIXED_TEXT_FIELD = "$text"
 MAX_ELEMENT_DEPTH = 128
@@ -314,14 +305,7 @@ def _m3_config() -> EngineConfig:
 
 
 M3_CONFIG = _m3_config()
-
-
-@dataclass(frozen=True, slots=True)
-class MinimaxM3State(EngineState):
-    pass
-
-
-M3 = make_format(M3_CONFIG, 56, MinimaxM3State)
+M3 = make_format(M3_CONFIG)
 
 
 def m3_thinking(kwargs: Mapping[str, object]) -> bool:

@@ -344,7 +344,7 @@ def _decode(r: Reader) -> MistralState:
         scalar=bool(bits & 16)), bool(bits & 32), bool(bits & 64), tool, typed)
 
 
-FORMAT = ToolFormat("mistral", 24, MistralState, MistralState, feed, _encode, _decode)
+FORMAT = ToolFormat("mistral", MistralState, MistralState, feed, _encode, _decode)
 
 
 def _whole_call(region: str) -> tuple[str, str] | None:

@@ -242,4 +242,4 @@ def _decode(r: Reader) -> PythonicState:
     return PythonicState(mode, held, calls, literals, json_state)
 
 
-FORMAT = ToolFormat("pythonic", 2, PythonicState, PythonicState, feed, _encode, _decode)
+FORMAT = ToolFormat("pythonic", PythonicState, PythonicState, feed, _encode, _decode)

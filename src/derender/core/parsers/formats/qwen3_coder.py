@@ -102,7 +102,6 @@ class Grammar:
     overrides of its ``Qwen3Parser`` subclasses)."""
 
     name: str
-    tag: int
     tool_start: str = TOOL_START
     tool_end: str = TOOL_END
     trim_newlines: bool = True
@@ -111,9 +110,9 @@ class Grammar:
     """A forced ``tool_choice`` takes vLLM's JSON path instead of the XML (seed_oss)."""
 
 
-QWEN3 = Grammar("qwen3_coder", 28)
-MIMO = Grammar("mimo", 40, trim_newlines=False)
-SEED_OSS = Grammar("seed_oss", 41, tool_start="<seed:tool_call>", tool_end="</seed:tool_call>",
+QWEN3 = Grammar("qwen3_coder")
+MIMO = Grammar("mimo", trim_newlines=False)
+SEED_OSS = Grammar("seed_oss", tool_start="<seed:tool_call>", tool_end="</seed:tool_call>",
                    json_when_forced=True)
 
 
@@ -638,7 +637,7 @@ def _format(grammar: Grammar, kind: type[X]) -> ToolFormat[X]:
     def step(state: X, text: str, final: bool, context: ToolContext
              ) -> tuple[str, list[ToolCallDelta], X]:
         return feed(state, text, final, context, grammar)
-    return ToolFormat(grammar.name, grammar.tag, kind, kind, step, _encode, _decoder(kind))
+    return ToolFormat(grammar.name, kind, kind, step, _encode, _decoder(kind))
 
 
 FORMAT = _format(QWEN3, Qwen3CoderState)

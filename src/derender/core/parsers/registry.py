@@ -1,0 +1,347 @@
+"""Every reasoning and tool-call format as one frozen record: its names, its stream-state tag,
+the markers it adds to the marked vocabulary, its policies and where its machine is.
+
+Data only: this module imports no format module. A record names its machine by module and
+attribute (``Ref``), imported on first use (``Ref.load``), so a process imports the modules
+of the formats its models use and no others. Adding a format is its module and one record
+here. Checked at import, naming both formats on a clash: names and aliases unique, tags
+unique, each marker one index and each index one marker, the indices 0…n-1.
+
+A marker's *stand-in* is ``STAND_IN + index`` (``core/decoding/vocab.py``): the marked
+vocabulary decodes a single-token marker to it, and stream states hold it inside held text,
+so an index, once given, never changes (``tests/test_format_registry.py`` pins them against
+states issued before this module existed).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+# what the parser engine reads (``engine_mode``)
+BOTH, TOOLS, REASONING_ONLY, FOREIGN = "both", "tools", "reasoning", "foreign"
+"""vLLM serves an engine format as both parsers, as the tool parser alone, or as the
+reasoning parser alone; ``FOREIGN``: as the tool parser after another family's reasoning
+parser, which reads the think tags first."""
+
+
+@dataclass(frozen=True, slots=True)
+class Ref:
+    """An object of a format module, named so that nothing is imported until it is used."""
+
+    module: str
+    attr: str
+    key: str | None = None
+    """The object is ``getattr(module, attr)[key]`` (a table's entry)."""
+
+    def load(self) -> Any:
+        value = getattr(importlib.import_module(self.module), self.attr)
+        return value if self.key is None else value[self.key]
+
+
+@dataclass(frozen=True, slots=True)
+class Marker:
+    """A marker of the marked vocabulary: its text and its index (its stand-in's offset)."""
+
+    index: int
+    text: str
+
+
+class Machine(Enum):
+    """What reads a format."""
+
+    OWN = "own"
+    """Its own incremental machine (``tools.ToolFormat``; for reasoning, ``ReasoningFormat``
+    data read by ``reasoning.py``)."""
+    ENGINE = "engine"
+    """The parser engine (``engine.py``) with the format's ``EngineConfig``."""
+    HARMONY = "harmony"
+    """The Harmony machine, from token ids (gpt-oss models only)."""
+
+
+class WithoutTools(Enum):
+    """What vLLM 0.33 does with the format's calls when the request has no ``tools``."""
+
+    CONTENT = "content"
+    """Not parsed: the output is content (hermes 1518, llama3_json 1546, pythonic 1548,
+    deepseek_v3 1550, deepseek_v31 1552, openai 327)."""
+    AS_CALLED = "as called"
+    """Parsed and dropped with their markup, the text around them read as when calls are
+    returned (qwen3_coder 1524; mistral, both grammars, 1530, 1534; mimo, seed_oss 951,
+    1009; step3p5 is qwen3_coder, 895)."""
+    DROPPED = "dropped"
+    """Read and dropped, the content read as with calls not kept
+    (docs/recording-issue14.md, 1113, 1195)."""
+
+
+class Reads(Enum):
+    """Which outputs the tool parser reads."""
+
+    ON_REQUEST = "on request"
+    """As the request asks (``tools``, ``tool_choice``) and the record's policies say."""
+    EVERY_OUTPUT = "every output"
+    """Every output (the engine formats): without ``tools`` the calls are dropped, under
+    ``tool_choice`` "none" hidden with their markup."""
+    WITH_CALLS = "with calls"
+    """Only when calls may be returned (``tools`` given, ``tool_choice`` not "none"): else the
+    markup stays in the content (minimax_m3 [811, 817])."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolRecord:
+    """A tool-call format, as vLLM's ``--tool-call-parser`` names it."""
+
+    name: str
+    tag: int | None
+    """Its code in the stream state (never reused; None: Harmony, whose state has its own)."""
+    machine: Machine
+    format: Ref | None
+    """The ``tools.ToolFormat`` (None: Harmony)."""
+    config: Ref | None = None
+    """``Machine.ENGINE``: the ``engine.EngineConfig``."""
+    aliases: tuple[str, ...] = ()
+    """Other parser names for this format: the same machine, states and tag."""
+    markers: tuple[Marker, ...] = ()
+    """The markers it matches as single tokens (added to the marked vocabulary)."""
+    under_none: bool = False
+    """Calls are still parsed under ``tool_choice`` "none" (dropped with their markup)."""
+    older_grammar: Ref | None = None
+    """A test of the vocabulary (``has_token(marker) -> bool``) saying the model writes an
+    older grammar, whose output is content under "none" (mistral without ``[ARGS]``)."""
+    without_tools: WithoutTools = WithoutTools.CONTENT
+    reads: Reads = Reads.ON_REQUEST
+    call_id: Ref | None = None
+    """``(request_id, choice_index, call_index) -> id`` for calls in the model's own id form
+    (else ``chatcmpl-tool-…``)."""
+    family: str = ""
+    """Engine formats: the family whose reasoning parser the same machine reads (pairing)."""
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return (self.name, *self.aliases)
+
+
+class Thinking(Enum):
+    """How a reasoning parser learns whether thinking is on."""
+
+    TEMPLATE = "template"
+    """``enable_thinking`` as the chat template saw it (else from ``reasoning_effort``, else
+    on), then the format's own ``switch`` (``ReasoningFormat.switch``)."""
+    KWARGS = "kwargs"
+    """The record's ``switch`` applied to the template kwargs (``parsers.template_kwargs``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ReasoningRecord:
+    """A reasoning format, as vLLM's ``--reasoning-parser`` names it."""
+
+    name: str
+    machine: Machine
+    format: Ref | None = None
+    """``Machine.OWN``: the ``reasoning.ReasoningFormat``."""
+    thinking: Thinking = Thinking.TEMPLATE
+    switch: Ref | None = None
+    """``Thinking.KWARGS``: ``(template kwargs) -> bool``."""
+    family: str = ""
+    """``Machine.ENGINE``: the family of tool formats whose machine reads it (with one of them
+    it is read by that machine; alone, by the family's engine config, ``reasoning_config``)."""
+    reasoning_config: str = ""
+    """``Machine.ENGINE``: the tool format whose engine config reads it when served alone."""
+    aliases: tuple[str, ...] = ()
+    markers: tuple[Marker, ...] = ()
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return (self.name, *self.aliases)
+
+
+# markers (a new one takes the next index; none is ever renumbered)
+
+THINK, END_THINK = Marker(0, "<think>"), Marker(1, "</think>")
+TOOL_CALL, END_TOOL_CALL = Marker(2, "<tool_call>"), Marker(3, "</tool_call>")
+CHATML = (Marker(4, "<|im_start|>"), Marker(5, "<|im_end|>"))
+PYTHON_TAG = Marker(6, "<|python_tag|>")
+MISTRAL_CALLS = (Marker(7, "[TOOL_CALLS]"), Marker(8, "[ARGS]"))
+MISTRAL_THINK = (Marker(9, "[THINK]"), Marker(10, "[/THINK]"))
+DEEPSEEK_CALLS = (Marker(11, "<｜tool▁calls▁begin｜>"), Marker(12, "<｜tool▁calls▁end｜>"),
+                  Marker(13, "<｜tool▁call▁begin｜>"), Marker(14, "<｜tool▁call▁end｜>"),
+                  Marker(15, "<｜tool▁sep｜>"))
+DSML = Marker(16, "｜DSML｜")
+GLM_ARGS = (Marker(17, "<arg_key>"), Marker(18, "</arg_key>"), Marker(19, "<arg_value>"),
+            Marker(20, "</arg_value>"))
+KIMI_CALLS = (Marker(21, "<|tool_calls_section_begin|>"), Marker(22, "<|tool_calls_section_end|>"),
+              Marker(23, "<|tool_call_begin|>"), Marker(24, "<|tool_call_end|>"),
+              Marker(25, "<|tool_call_argument_begin|>"))
+GEMMA4_CALLS = (Marker(26, "<|tool_call>"), Marker(27, "<tool_call|>"), Marker(28, '<|"|>'))
+GEMMA4_CHANNEL = (Marker(29, "<|channel>"), Marker(30, "<channel|>"))
+MINIMAX_M3_NS = Marker(31, "]<]minimax[>[")
+MINIMAX_M3_THINK = (Marker(32, "<mm:think>"), Marker(33, "</mm:think>"))
+
+QWEN3_TOOLS = (TOOL_CALL, END_TOOL_CALL)
+QWEN3_REASONING = (THINK, END_THINK, TOOL_CALL, *CHATML)
+
+_F = "derender.core.parsers.formats."
+_REASONING = "derender.core.parsers.reasoning"
+
+
+def _own(name: str, module: str, attr: str, tag: int, **policy: Any) -> ToolRecord:
+    return ToolRecord(name, tag, Machine.OWN, Ref(_F + module, attr), **policy)
+
+
+def _engine(name: str, module: str, attr: str, tag: int, family: str, **policy: Any
+            ) -> ToolRecord:
+    return ToolRecord(name, tag, Machine.ENGINE, Ref(_F + module, attr),
+                      Ref(_F + module, attr + "_CONFIG"), family=family, **policy)
+
+
+_AS_CALLED, _DROPPED = WithoutTools.AS_CALLED, WithoutTools.DROPPED
+_EVERY = Reads.EVERY_OUTPUT
+
+TOOL_RECORDS: tuple[ToolRecord, ...] = (
+    _own("hermes", "hermes", "FORMAT", 0, aliases=("qwen3_json",), markers=QWEN3_TOOLS),
+    _own("llama3_json", "llama3_json", "FORMAT", 1, aliases=("llama4_json",),
+         markers=(PYTHON_TAG,)),
+    _own("pythonic", "pythonic", "FORMAT", 2),
+    _own("deepseek_v3", "deepseek", "V3", 20, markers=DEEPSEEK_CALLS),
+    _own("deepseek_v31", "deepseek", "V31", 21, markers=DEEPSEEK_CALLS),
+    _own("kimi_k2", "deepseek", "KIMI_K2", 22, markers=KIMI_CALLS, under_none=True,
+         without_tools=_DROPPED),
+    _own("mistral", "mistral", "FORMAT", 24, markers=MISTRAL_CALLS, under_none=True,
+         older_grammar=Ref(_F + "mistral", "older_grammar"), without_tools=_AS_CALLED,
+         call_id=Ref(_F + "mistral", "call_id")),
+    # step3p5's calls are qwen3_coder's unchanged
+    _own("qwen3_coder", "qwen3_coder", "FORMAT", 28, aliases=("qwen3_xml", "step3p5"),
+         markers=QWEN3_TOOLS, under_none=True, without_tools=_AS_CALLED),
+    _own("mimo", "qwen3_coder", "MIMO_FORMAT", 40, markers=QWEN3_TOOLS, under_none=True,
+         without_tools=_AS_CALLED),
+    _own("seed_oss", "qwen3_coder", "SEED_OSS_FORMAT", 41, under_none=True,
+         without_tools=_AS_CALLED),
+    _own("gemma4", "gemma4", "FORMAT", 45, markers=GEMMA4_CALLS, under_none=True,
+         without_tools=_DROPPED),
+    _engine("deepseek_v32", "dsml", "V32", 50, "deepseek_v32", markers=(DSML,), reads=_EVERY),
+    _engine("deepseek_v4", "dsml", "V4", 51, "deepseek_v4", markers=(DSML, THINK, END_THINK),
+            reads=_EVERY),
+    _engine("deepseek_v41", "dsml", "V41", 52, "deepseek_v41",
+            markers=(DSML, THINK, END_THINK), reads=_EVERY),
+    _engine("glm45", "glm", "GLM45", 53, "glm", markers=(THINK, END_THINK, *QWEN3_TOOLS,
+                                                         *GLM_ARGS), reads=_EVERY),
+    _engine("glm47", "glm", "GLM47", 54, "glm", markers=(THINK, END_THINK, *QWEN3_TOOLS,
+                                                         *GLM_ARGS), reads=_EVERY),
+    _engine("minimax_m2", "minimax", "M2", 55, "minimax_m2", markers=(THINK, END_THINK),
+            reads=_EVERY),
+    _engine("minimax_m3", "minimax", "M3", 56, "minimax_m3", markers=(MINIMAX_M3_NS,),
+            reads=Reads.WITH_CALLS),
+    ToolRecord("openai", None, Machine.HARMONY, None),
+)
+"""The tool-call formats."""
+
+
+def _reasoning(name: str, markers: tuple[Marker, ...] = (), **how: Any) -> ReasoningRecord:
+    return ReasoningRecord(name, Machine.OWN, Ref(_REASONING, "FORMATS", name), markers=markers,
+                           **how)
+
+
+def _engine_reasoning(name: str, family: str, config: str, module: str, switch: str
+                      ) -> ReasoningRecord:
+    return ReasoningRecord(name, Machine.ENGINE, thinking=Thinking.KWARGS,
+                           switch=Ref(_F + module, switch), family=family,
+                           reasoning_config=config, markers=(THINK, END_THINK))
+
+
+REASONING_RECORDS: tuple[ReasoningRecord, ...] = (
+    _reasoning("qwen3", QWEN3_REASONING),
+    _reasoning("deepseek_r1", (THINK, END_THINK)),
+    _reasoning("mimo", QWEN3_REASONING),
+    _reasoning("step3p5", QWEN3_REASONING),
+    _reasoning("seed_oss", CHATML),
+    _reasoning("nemotron_v3", QWEN3_REASONING),
+    _reasoning("deepseek_v3", (THINK, END_THINK), thinking=Thinking.KWARGS,
+               switch=Ref(_REASONING, "v3_switch")),
+    _reasoning("kimi_k2", (THINK, END_THINK, KIMI_CALLS[0])),
+    _reasoning("minimax_m2_append_think"),
+    _reasoning("minimax_m3", MINIMAX_M3_THINK, thinking=Thinking.KWARGS,
+               switch=Ref(_F + "minimax", "m3_thinking")),
+    _reasoning("mistral", (*MISTRAL_THINK, MISTRAL_CALLS[0])),
+    ReasoningRecord("gemma4", Machine.OWN, Ref(_F + "gemma4", "REASONING"),
+                    markers=(*GEMMA4_CHANNEL, GEMMA4_CALLS[0])),
+    _engine_reasoning("deepseek_v4", "deepseek_v4", "deepseek_v4", "dsml", "thinking"),
+    _engine_reasoning("deepseek_v41", "deepseek_v41", "deepseek_v41", "dsml", "thinking"),
+    _engine_reasoning("glm45", "glm", "glm45", "glm", "thinking"),
+    _engine_reasoning("glm47", "glm", "glm47", "glm", "thinking"),
+    _engine_reasoning("minimax_m2", "minimax_m2", "minimax_m2", "minimax", "m2_thinking"),
+    ReasoningRecord("openai_gptoss", Machine.HARMONY),
+)
+"""The reasoning formats."""
+
+
+def _by_name(records: Iterable[ToolRecord | ReasoningRecord], kind: str
+             ) -> dict[str, Any]:
+    table: dict[str, Any] = {}
+    for record in records:
+        for name in record.names:
+            if name in table:
+                raise RuntimeError(f"{kind} parser name {name!r} is both {table[name].name!r}'s "
+                                   f"and {record.name!r}'s")
+            table[name] = record
+    return table
+
+
+TOOLS_BY_NAME: dict[str, ToolRecord] = _by_name(TOOL_RECORDS, "tool")
+"""Every tool parser name (aliases included) → its record."""
+REASONING_BY_NAME: dict[str, ReasoningRecord] = _by_name(REASONING_RECORDS, "reasoning")
+
+
+def _by_tag(records: Iterable[ToolRecord]) -> dict[int, ToolRecord]:
+    table: dict[int, ToolRecord] = {}
+    for record in records:
+        if record.tag is None:
+            continue
+        if record.tag in table:
+            raise RuntimeError(f"tool formats {table[record.tag].name!r} and {record.name!r} "
+                               f"share the state tag {record.tag}")
+        table[record.tag] = record
+    return table
+
+
+TOOLS_BY_TAG: dict[int, ToolRecord] = _by_tag(TOOL_RECORDS)
+
+
+def _markup(records: Iterable[ToolRecord | ReasoningRecord]) -> tuple[str, ...]:
+    """The marker table by index, checked: one index per marker, one marker per index, no
+    gap."""
+    by_index: dict[int, tuple[str, str]] = {}
+    by_text: dict[str, tuple[int, str]] = {}
+    for record in records:
+        for marker in record.markers:
+            seen = by_index.get(marker.index)
+            if seen is not None and seen[0] != marker.text:
+                raise RuntimeError(f"marker index {marker.index} is {seen[0]!r} for {seen[1]!r} "
+                                   f"and {marker.text!r} for {record.name!r}")
+            known = by_text.get(marker.text)
+            if known is not None and known[0] != marker.index:
+                raise RuntimeError(f"marker {marker.text!r} has index {known[0]} for "
+                                   f"{known[1]!r} and {marker.index} for {record.name!r}")
+            by_index.setdefault(marker.index, (marker.text, record.name))
+            by_text.setdefault(marker.text, (marker.index, record.name))
+    missing = sorted(set(range(len(by_index))) - set(by_index))
+    if missing:
+        raise RuntimeError(f"marker indices {missing} are not declared by any format")
+    return tuple(by_index[i][0] for i in range(len(by_index)))
+
+
+MARKUP: tuple[str, ...] = _markup((*TOOL_RECORDS, *REASONING_RECORDS))
+"""Every marker by index: ``MARKUP[i]``'s stand-in is ``STAND_IN + i``. Where the vocabulary
+has one as a single token, parsers match that token, not the same characters spelled by
+ordinary tokens (a model writing about ``<tool_call>``)."""
+MARKER_INDEX: dict[str, int] = {marker: i for i, marker in enumerate(MARKUP)}
+
+
+def spelling(token_id: Callable[[str], int | None], marker: str, stand_in: int) -> str:
+    """How ``marker`` appears in text decoded with the marked vocabulary whose token lookup
+    is ``token_id`` (its stand-in where it is one token)."""
+    if token_id(marker) is None:
+        return marker
+    return chr(stand_in + MARKER_INDEX[marker])

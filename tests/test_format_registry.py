@@ -1,0 +1,232 @@
+"""The format records (``core/parsers/registry.py``): one record per reasoning and tool-call
+format, checked at import, read by the policy code, loading only the machines that are used.
+
+- Stream states issued before the records existed still verify and decode: the payloads of
+  ``tests/fixtures/state-compat.json`` were encoded by the code of commit 609459c
+  (``scripts/make_state_compat.py``), one per tool-call format, the reasoning machine and
+  Harmony; each decodes to the fields recorded then and encodes back to the same bytes, and the
+  marker table (whose indices are the stand-ins inside held text) is the one of then.
+- The import-time checks refuse a clash and name both formats.
+- Every record's references load the object it names.
+- A process serving one model imports that model's format modules and no other.
+- The README's format table lists exactly the registry's parser names, each under its kind.
+- The policy code compares no format name: every name lives in the records.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from derender.core import parsers
+from derender.core.parsers import registry
+from derender.core.parsers.registry import (
+    MARKUP,
+    REASONING_BY_NAME,
+    REASONING_RECORDS,
+    TOOL_RECORDS,
+    TOOLS_BY_NAME,
+    Machine,
+    Marker,
+    ReasoningRecord,
+    Ref,
+    ToolRecord,
+)
+from derender.core.state.stream import decode_state, encode_state
+
+ROOT = Path(__file__).resolve().parent.parent
+COMPAT = json.loads((ROOT / "tests/fixtures/state-compat.json").read_text(encoding="utf-8"))
+
+
+def test_the_marker_table_is_the_one_states_were_issued_with() -> None:
+    assert list(MARKUP) == COMPAT["markup"]
+    assert len(MARKUP) == 34
+
+
+@pytest.mark.parametrize("entry", COMPAT["states"], ids=lambda e: f"{e['kind']}-{e['name']}")
+def test_a_state_issued_before_the_records_decodes_the_same(entry: dict[str, Any]) -> None:
+    payload = bytes.fromhex(entry["payload"])
+    state = decode_state(payload)
+    assert encode_state(state) == payload
+    parser = state.parser
+    assert parser is not None
+    if entry["kind"] == "harmony":
+        assert parser.tools is None and parser.tool_tag is None
+        assert repr(parser.harmony) == entry["harmony"]
+        return
+    assert parser.tool_tag == entry["tag"]
+    assert dataclasses.asdict(parser.tools) == entry["tools"]  # type: ignore[call-overload]
+    if entry["kind"] == "tools":
+        assert parsers.tag_of(entry["name"]) == entry["tag"]
+        name = registry.TOOLS_BY_TAG[entry["tag"]].name
+        assert isinstance(parser.tools, parsers.tool_format(name).state_type)
+    else:
+        assert parser.reasoning is not None
+        assert dataclasses.asdict(parser.reasoning) == entry["reasoning"]
+        assert parser.reasoning.held.translate(parsers.RESTORE_MARKUP) == entry["held"]
+
+
+def test_held_text_keeps_its_stand_ins() -> None:
+    """The states pin stand-ins inside held text: ｜DSML｜ (16) and MiniMax M3's namespace
+    (31) read back as those markers."""
+    found = {}
+    for entry in COMPAT["states"]:
+        if entry["kind"] == "tools" and entry["name"] in ("deepseek_v41", "minimax_m3"):
+            tools = decode_state(bytes.fromhex(entry["payload"])).parser.tools  # type: ignore[union-attr]
+            found[entry["name"]] = (tools.held + tools.acc).translate(  # type: ignore[union-attr]
+                parsers.RESTORE_MARKUP)
+    assert "｜DSML｜" in found["deepseek_v41"] and "\ue010" not in found["deepseek_v41"]
+    assert "]<]minimax[>[" in found["minimax_m3"]
+
+
+# --------------------------------------------------------------------------- import-time checks
+
+
+def _tool(name: str, tag: int, *markers: Marker, aliases: tuple[str, ...] = ()) -> ToolRecord:
+    return ToolRecord(name, tag, Machine.OWN, Ref("m", "A"), aliases=aliases,
+                      markers=markers)
+
+
+def test_a_shared_tag_is_refused_naming_both_formats() -> None:
+    with pytest.raises(RuntimeError, match="'one' and 'two' share the state tag 7"):
+        registry._by_tag([_tool("one", 7), _tool("two", 7)])
+
+
+def test_a_shared_name_is_refused_naming_both_formats() -> None:
+    with pytest.raises(RuntimeError, match=r"'x' is both 'one'.s and 'two'.s"):
+        registry._by_name([_tool("one", 1, aliases=("x",)), _tool("two", 2, aliases=("x",))],
+                          "tool")
+
+
+def test_marker_indices_are_checked_naming_both_formats() -> None:
+    with pytest.raises(RuntimeError, match="index 0 is '<a>' for 'one' and '<b>' for 'two'"):
+        registry._markup([_tool("one", 1, Marker(0, "<a>")), _tool("two", 2, Marker(0, "<b>"))])
+    with pytest.raises(RuntimeError, match="'<a>' has index 0 for 'one' and 1 for 'two'"):
+        registry._markup([_tool("one", 1, Marker(0, "<a>")),
+                          _tool("two", 2, Marker(1, "<a>"), Marker(0, "<a>"))])
+    with pytest.raises(RuntimeError, match=r"indices \[1\] are not declared"):
+        registry._markup([_tool("one", 1, Marker(0, "<a>"), Marker(2, "<c>"))])
+    shared = registry._markup([_tool("one", 1, Marker(0, "<a>")),
+                               _tool("two", 2, Marker(0, "<a>"), Marker(1, "<b>"))])
+    assert shared == ("<a>", "<b>")
+
+
+# --------------------------------------------------------------------------- what records name
+
+
+def test_every_reference_loads_what_it_names() -> None:
+    for tool in TOOL_RECORDS:
+        if tool.machine is Machine.HARMONY:
+            assert tool.format is None and tool.tag is None
+            continue
+        assert parsers.tool_format(tool.name).name == tool.name
+        for alias in tool.aliases:
+            assert parsers.tool_format(alias) is parsers.tool_format(tool.name)
+        assert (tool.config is not None) == (tool.machine is Machine.ENGINE)
+        if tool.config is not None:
+            assert parsers.engine_config(tool.name).name == tool.name
+        for ref in (tool.call_id, tool.older_grammar):
+            assert ref is None or callable(ref.load())
+    for own in REASONING_RECORDS:
+        if own.machine is Machine.OWN:
+            assert parsers.reasoning_format(own.name).name == own.name
+        if own.machine is Machine.ENGINE:
+            config = parsers.engine_config(own.reasoning_config)
+            assert config.think_transitions  # the config reads reasoning
+            assert TOOLS_BY_NAME[own.reasoning_config].family == own.family
+        if own.switch is not None:
+            assert callable(own.switch.load())
+
+
+SERVE = """
+import json, sys, tempfile, pathlib
+from derender.core.registry import ModelRegistry
+folder = pathlib.Path(tempfile.mkdtemp()) / "m"
+folder.mkdir()
+(folder / "tokenizer.json").write_text("{}")
+if sys.argv[1] == "openai_gptoss":
+    (folder / "config.json").write_text(json.dumps({"model_type": "gpt_oss"}))
+(folder / "derender.json").write_text(json.dumps(
+    {"reasoning_parser": sys.argv[1] or None, "tool_parser": sys.argv[2] or None}))
+ModelRegistry(folder.parent)
+print(json.dumps(sorted(m for m in sys.modules if m.startswith("derender.core.parsers"))))
+"""
+
+
+@pytest.mark.parametrize(("reasoning", "tool", "formats"), [
+    ("", "", []),
+    ("qwen3", "hermes", ["hermes"]),
+    ("glm47", "glm47", ["glm"]),
+    ("deepseek_v3", "deepseek_v32", ["dsml"]),
+    ("", "qwen3_xml", ["qwen3_coder"]),
+    ("openai_gptoss", "openai", ["harmony"]),
+])
+def test_only_the_served_formats_are_imported(reasoning: str, tool: str,
+                                              formats: list[str]) -> None:
+    done = subprocess.run([sys.executable, "-c", SERVE, reasoning, tool], capture_output=True,
+                          text=True, check=True, env={"PYTHONPATH": str(ROOT / "src")})
+    modules = json.loads(done.stdout)
+    imported = sorted(m.rsplit(".", 1)[1] for m in modules
+                      if m.startswith("derender.core.parsers.formats."))
+    engine = "derender.core.parsers.engine" in modules
+    # the engine formats' machine reads qwen3_coder's value typing
+    expected = sorted({*formats, *(["qwen3_coder"] if engine else [])})
+    assert imported == expected
+    assert engine == (tool in ("glm47", "deepseek_v32"))
+
+
+# --------------------------------------------------------------------------- the README
+
+
+def _readme_rows() -> list[list[str]]:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = text.split("### Reasoning and tool calls", 1)[1].split("\n#", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("| ")]
+    return [[cell.strip() for cell in re.split(r"(?<!\\)\|", row)[1:-1]] for row in rows[1:]]
+
+
+def test_the_readme_table_lists_the_registry() -> None:
+    reasoning_names: set[str] = set()
+    tool_names: set[str] = set()
+    for row in _readme_rows():
+        names = set(re.findall(r"`([a-z0-9_]+)`", row[1]))
+        kind = row[2]
+        if "(reasoning)" in row[1] or "(tools)" in row[1]:  # gpt-oss: one of each
+            reasoning_names |= set(re.findall(r"`([a-z0-9_]+)` \(reasoning\)", row[1]))
+            tool_names |= set(re.findall(r"`([a-z0-9_]+)` \(tools\)", row[1]))
+            continue
+        if kind.startswith(("reasoning", "both")):
+            reasoning_names |= names
+        if kind.startswith(("tools", "both")):
+            tool_names |= names
+    assert reasoning_names == set(REASONING_BY_NAME)
+    assert tool_names == set(TOOLS_BY_NAME)
+
+
+# --------------------------------------------------------------------------- no names in policy
+
+POLICY = ("core/parsers/__init__.py", "core/registry.py", "core/chat.py", "core/streaming.py",
+          "core/state/stream.py", "core/parsers/engine.py")
+
+
+def test_the_policy_code_compares_no_format_name() -> None:
+    names = {*TOOLS_BY_NAME, *REASONING_BY_NAME}
+    for path in POLICY:
+        source = (ROOT / "src/derender" / path).read_text(encoding="utf-8")
+        code = re.sub(r'"""[\s\S]*?"""', "", source)  # docstrings may name formats
+        code = re.sub(r"#.*", "", code)
+        quoted = set(re.findall(r"""["']([a-z0-9_]+)["']""", code))
+        assert not quoted & names, (path, quoted & names)
+
+
+def test_records_are_frozen_data() -> None:
+    record: ReasoningRecord = REASONING_BY_NAME["qwen3"]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        record.name = "other"  # type: ignore[misc]
