@@ -287,15 +287,25 @@ class Vocabulary:
 
     @functools.cached_property
     def _marked(self) -> dict[tuple[str, ...], Vocabulary]:
+        """Marked vocabularies by table."""
         return {}
+
+    @functools.cached_property
+    def _last_marked(self) -> list[tuple[tuple[str, ...], Vocabulary]]:
+        """The last table asked for and its marked vocabulary."""
+        return []
 
     def marked_by(self, markup: tuple[str, ...]) -> Vocabulary:
         """This vocabulary with each single-token marker of ``markup`` decoding to a
         private-use stand-in (``STAND_IN`` + its index in ``markup``), for the parser path; a
         stand-in character the model wrote decodes escaped (``LITERAL``), so the parsers'
         ``RESTORE_MARKUP`` gives it back. Built once per table."""
+        last = self._last_marked  # the same table as last time: no hashing
+        if last and last[0][0] is markup:
+            return last[0][1]
         marked = self._marked.get(markup)
         if marked is not None:
+            last[:] = [(markup, marked)]
             return marked
         pieces = list(self.pieces)
         stand_ins = set()
@@ -307,7 +317,9 @@ class Vocabulary:
         marked = dataclasses.replace(
             self, pieces=pieces,
             decoder=_MarkedJoin(self.decoder, frozenset(stand_ins), len(markup)))
-        return self._marked.setdefault(markup, marked)
+        marked = self._marked.setdefault(markup, marked)
+        last[:] = [(markup, marked)]
+        return marked
 
     @property
     def size(self) -> int:

@@ -406,12 +406,11 @@ def feed(settings: ParserSettings, state: ParserState, text: str, final: bool
         if tool is None or tool.tag is None or state.tool_tag != tool.tag:
             raise BadRequestError(OTHER_FORMAT)
         fmt = tool_format(tool.name)
-        if tool.machine is Machine.ENGINE:
-            from derender.core.parsers import engine  # noqa: PLC0415 (only when served)
-            if not isinstance(tool_state, engine.EngineState):
+        if fmt.feed_reasoning is not None:  # the engine: reasoning and calls
+            if not isinstance(tool_state, fmt.state_type):
                 raise BadRequestError(OTHER_FORMAT)
-            more, content, calls, tool_state = engine.feed(
-                engine_config(tool.name), tool_state, content, final, settings.tool_context())
+            more, content, calls, tool_state = fmt.feed_reasoning(
+                tool_state, content, final, settings.tool_context())
             thought += more
         else:
             content, calls, tool_state = fmt.step(tool_state, content, final,

@@ -888,5 +888,9 @@ def make_format(config: EngineConfig) -> ToolFormat[EngineState]:
         _, content, deltas, next_state = feed(config, state, text, final, context)
         return content, deltas, next_state
 
+    def both_feed(state: EngineState, text: str, final: bool, context: ToolContext
+                  ) -> tuple[str, str, list[ToolCallDelta], EngineState]:
+        return feed(config, state, text, final, context)
+
     return ToolFormat(config.name, EngineState, EngineState, tool_feed, encode,
-                      decoder(EngineState, config.args.subs, config.args.max_acc))
+                      decoder(EngineState, config.args.subs, config.args.max_acc), both_feed)

@@ -38,8 +38,15 @@ class Ref:
     """The object is ``getattr(module, attr)[key]`` (a table's entry)."""
 
     def load(self) -> Any:
-        value = getattr(importlib.import_module(self.module), self.attr)
-        return value if self.key is None else value[self.key]
+        """The object (its module imported on first use; kept, so later loads cost a lookup)."""
+        value = _LOADED.get(self)
+        if value is None:
+            value = getattr(importlib.import_module(self.module), self.attr)
+            value = _LOADED.setdefault(self, value if self.key is None else value[self.key])
+        return value
+
+
+_LOADED: dict[Ref, Any] = {}
 
 
 @dataclass(frozen=True, slots=True)

@@ -86,6 +86,10 @@ class ToolFormat(Generic[S]):
     feed: Feed[S]
     encode: Callable[[S, Writer], None]
     decode: Callable[[Reader], S]
+    feed_reasoning: Callable[[S, str, bool, ToolContext],
+                             tuple[str, str, list[ToolCallDelta], S]] | None = None
+    """Formats whose machine reads reasoning too (the parser engine's): ``feed`` with the
+    reasoning read first in what it returns ``(reasoning, content, calls, state)``."""
 
     def step(self, state: ToolState, text: str, final: bool, context: ToolContext
              ) -> tuple[str, list[ToolCallDelta], S]:
