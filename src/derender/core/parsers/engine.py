@@ -8,7 +8,7 @@ belongs to the phase (content, reasoning, the call's name, its arguments; droppe
 and BETWEEN). A terminal without a transition in the phase is text of the phase. The raw
 arguments of a call are read by the format's *argument grammar* (``DsmlArgs``, ``GlmArgs``),
 a sub-machine that emits each parameter as JSON once its value is complete, typed as vLLM
-types it (``qwen3_coder.coerce``: vLLM's ``coerce_to_schema_type``, applied as its
+types it (``schema.coerce``: vLLM's ``coerce_to_schema_type``, applied as its
 ``ParserEngine._coerce_value`` does, nested objects and arrays included), so the argument
 fragments concatenate to exactly the JSON text of the non-streaming answer.
 
@@ -35,21 +35,21 @@ from __future__ import annotations
 import functools
 import json
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 from derender.core.decoding.markers import earliest, pending_prefix
 from derender.core.decoding.vocab import MARKUP
-from derender.core.parsers.formats.qwen3_coder import coerce, schema_mask
-from derender.core.parsers.tools import (
-    MAX_LEADING_SPACE,
-    ToolCallDelta,
-    ToolContext,
-    ToolFormat,
-    ToolState,
-    merge,
+from derender.core.parsers.primitives import MAX_LEADING_SPACE, merge
+from derender.core.parsers.schema import (
+    fix_object,
+    fix_value,
+    tool_index,
+    tool_name,
+    tool_properties,
 )
+from derender.core.parsers.tools import ToolCallDelta, ToolContext, ToolFormat, ToolState
 from derender.core.state.codec import Reader, Writer
 
 CONTENT, REASONING, PREAMBLE, NAME, ARGS, BETWEEN = range(6)
@@ -341,7 +341,7 @@ class _Run:
         if self.has(GHOST):
             return
         tools = self.context.tools
-        index = next((i for i, tool in enumerate(tools) if _tool_name(tool) == name), -1)
+        index = tool_index(tools, name)
         accepted = (not self.reject and bool(name) and not self.has(OVERFLOW)
                     and (not self.config.validate_names or not tools or index >= 0))
         self.set(OVERFLOW, False)
@@ -392,58 +392,12 @@ class _Run:
         tools = self.context.tools
         if not 0 < self.tool <= len(tools):
             return {}
-        name = _tool_name(tools[self.tool - 1])
+        name = tool_name(tools[self.tool - 1])
         return tool_properties(tools, name) if name is not None else {}
 
 
 def _escape(text: str) -> str:
     return json.dumps(text, ensure_ascii=False)[1:-1]
-
-
-def _tool_name(tool: Any) -> str | None:
-    spec = tool.get("function") if isinstance(tool, dict) else None
-    name = spec.get("name") if isinstance(spec, dict) else None
-    return name if isinstance(name, str) else None
-
-
-def tool_properties(tools: Sequence[Any], name: str) -> Mapping[str, Any]:
-    """vLLM's ``find_tool_properties``: the named tool's ``parameters.properties``, or {}."""
-    for tool in tools:
-        if _tool_name(tool) != name:
-            continue
-        spec = tool["function"]
-        parameters = spec.get("parameters")
-        properties = parameters.get("properties") if isinstance(parameters, dict) else None
-        return properties if isinstance(properties, dict) else {}
-    return {}
-
-
-def fix_value(value: Any, schema: Any) -> Any:
-    """vLLM's ``ParserEngine._coerce_value``: a string by ``coerce_to_schema_type``; an object
-    or array through its ``properties``/``items``; another value through its JSON text."""
-    if not isinstance(schema, dict):
-        return value
-    if isinstance(value, str):
-        return coerce(value, schema_mask(schema))
-    if isinstance(value, dict):
-        nested = schema.get("properties")
-        if isinstance(nested, dict):
-            return fix_object(value, nested)
-        return value
-    if isinstance(value, list):
-        items = schema.get("items")
-        if isinstance(items, dict):
-            return [fix_value(item, items) for item in value]
-        return value
-    coerced = coerce(json.dumps(value, ensure_ascii=False), schema_mask(schema))
-    if type(coerced) is not type(value) or coerced != value:
-        return coerced
-    return value
-
-
-def fix_object(values: dict[str, Any], properties: Mapping[str, Any]) -> dict[str, Any]:
-    """vLLM's ``_coerce_dict``: each value whose key has a schema."""
-    return {key: fix_value(value, properties.get(key)) for key, value in values.items()}
 
 
 # the machine

@@ -47,16 +47,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from derender.core.decoding.markers import earliest, pending_prefix
-from derender.core.parsers.tools import (
-    MAX_LEADING_SPACE,
-    ToolCallDelta,
-    ToolContext,
-    ToolFormat,
-    ToolState,
-    leading_text,
-    leads_content,
-    merge,
-)
+from derender.core.parsers.primitives import MAX_LEADING_SPACE, leading_text, leads_content, merge
+from derender.core.parsers.tools import ToolCallDelta, ToolContext, ToolFormat, ToolState
 from derender.core.state.codec import Reader, Writer
 
 CALLS_BEGIN, CALLS_END = "<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>"

@@ -18,8 +18,8 @@ incrementally: ``key:value`` fields separated by commas, bare keys (whitespace a
 stripped), values ``<|"|>…<|"|>`` (verbatim), ``{…}``/``[…]`` (nested, their values strings)
 or bare text up to ``,``, ``}`` or ``]`` (stripped); at the end of the body its closing ``}``
 (or an unmatched ``)``) is dropped. Values are then typed by the request's schema as vLLM's
-engine does (``_coerce_value``: ``qwen3_coder.coerce`` for strings; nested objects and arrays
-by their ``properties``/``items``); a key the schema does not know stays a string.
+engine does (``schema.fix_value``, its ``_coerce_value``: ``coerce`` for strings; nested objects
+and arrays by their ``properties``/``items``); a key the schema does not know stays a string.
 
 One O(delta) machine serves both modes (design §6). A ``<|"|>`` value whose parameter can
 only be a string streams as it arrives (holding back only whitespace and a ``}``/``)`` that
@@ -34,14 +34,15 @@ flags, the nesting depth and the parenthesis balance.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from derender.core.decoding.markers import earliest, pending_prefix
-from derender.core.parsers.formats.qwen3_coder import STRING, coerce, schema_mask
+from derender.core.parsers import schema
+from derender.core.parsers.primitives import merge
 from derender.core.parsers.reasoning import ReasoningFormat
-from derender.core.parsers.tools import ToolCallDelta, ToolContext, ToolFormat, ToolState, merge
+from derender.core.parsers.schema import STRING
+from derender.core.parsers.tools import ToolCallDelta, ToolContext, ToolFormat, ToolState
 from derender.core.state.codec import Reader, Writer
 
 TOOL_START, TOOL_END, QUOTE = "<|tool_call>", "<tool_call|>", '<|"|>'
@@ -132,7 +133,8 @@ class _Run:
 
     def field(self, key: str, value: Any) -> None:
         self.open_field(key)
-        self.args(json.dumps(_typed(value, self.context.tools, self.s.fn, key),
+        self.args(json.dumps(schema.fix_value(value, schema.tool_properties(
+            self.context.tools, self.s.fn).get(key)),
                              ensure_ascii=False))
 
     def overflow(self) -> None:
@@ -256,7 +258,7 @@ def _body(run: _Run, region: str, i: int) -> int:
         if not rest:
             return len(region)
         if rest.startswith(q):
-            if _param_mask(run) == STRING:
+            if schema.param_types(run.context.tools, run.s.fn, run.s.key) == STRING:
                 run.open_field(run.s.key)
                 run.args('"')
                 run.flag(STREAM)
@@ -455,46 +457,6 @@ def _array(text: str, q: str, partial: bool = False) -> list[Any]:
                 break
             items.append(raw)
     return items
-
-
-# schema typing (vLLM's ParserEngine._coerce_value)
-
-def _properties(tools: Sequence[Any], function: str) -> dict[str, Any] | None:
-    for tool in tools:
-        spec = tool.get("function") if isinstance(tool, dict) else None
-        if isinstance(spec, dict) and spec.get("name") == function:
-            parameters = spec.get("parameters")
-            properties = parameters.get("properties") if isinstance(parameters, dict) else None
-            return properties if isinstance(properties, dict) and properties else None
-    return None
-
-
-def _coerce(value: Any, schema: dict[str, Any]) -> Any:
-    if isinstance(value, str):
-        return coerce(value, schema_mask(schema))
-    if isinstance(value, dict):
-        properties = schema.get("properties")
-        if isinstance(properties, dict):
-            return {k: _coerce(v, properties[k]) if isinstance(properties.get(k), dict) else v
-                    for k, v in value.items()}
-        return value
-    if isinstance(value, list):
-        items = schema.get("items")
-        return [_coerce(v, items) for v in value] if isinstance(items, dict) else value
-    return value
-
-
-def _typed(value: Any, tools: Sequence[Any], function: str, key: str) -> Any:
-    properties = _properties(tools, function)
-    schema = None if properties is None else properties.get(key)
-    return _coerce(value, schema) if isinstance(schema, dict) else value
-
-
-def _param_mask(run: _Run) -> int:
-    """STRING when the open value stays the string it is written as."""
-    properties = _properties(run.context.tools, run.s.fn)
-    schema = None if properties is None else properties.get(run.s.key)
-    return schema_mask(schema) if isinstance(schema, dict) else STRING
 
 
 def _encode(state: Gemma4State, w: Writer) -> None:

@@ -16,15 +16,8 @@ from dataclasses import dataclass, field
 
 from derender.core.decoding.markers import earliest, pending_prefix
 from derender.core.parsers.json_value import STRING_PATTERN, ValueScan, scan
-from derender.core.parsers.tools import (
-    ToolCallDelta,
-    ToolContext,
-    ToolFormat,
-    ToolState,
-    leading_text,
-    leads_content,
-    merge,
-)
+from derender.core.parsers.primitives import leading_text, leads_content, merge
+from derender.core.parsers.tools import ToolCallDelta, ToolContext, ToolFormat, ToolState
 from derender.core.state.codec import Reader, Writer
 
 OPEN, CLOSE = "<tool_call>", "</tool_call>"

@@ -34,14 +34,8 @@ from typing import Any
 
 from derender.core.decoding.markers import earliest, pending_prefix
 from derender.core.parsers.json_value import STRING_PATTERN, ValueScan, scan
-from derender.core.parsers.tools import (
-    MAX_LEADING_SPACE,
-    ToolCallDelta,
-    ToolContext,
-    ToolFormat,
-    ToolState,
-    merge,
-)
+from derender.core.parsers.primitives import MAX_LEADING_SPACE, merge
+from derender.core.parsers.tools import ToolCallDelta, ToolContext, ToolFormat, ToolState
 from derender.core.state.codec import Reader, Writer
 
 PYTHON_TAG = "<|python_tag|>"

@@ -43,10 +43,9 @@ from derender.core.parsers.engine import (
     EngineConfig,
     EngineState,
     _Run,
-    fix_object,
     make_format,
 )
-from derender.core.parsers.formats.qwen3_coder import coerce, schema_mask, schema_types
+from derender.core.parsers.schema import coerce, fix_object, schema_mask, schema_types
 
 THINK_START, THINK_END = "<think>", "</think>"
 M2_TOOL_START, M2_TOOL_END = "<minimax:tool_call>", "</minimax:tool_call>"
@@ -249,7 +248,7 @@ def convert_object(elements: list[tuple[str, _Element]], schema: Mapping[str, An
 class M3Args:
     """M3's parameters: nested elements named after the arguments (``m3_params``), held whole
     until the call ends and emitted at once (vLLM's ``stream_arg_deltas=False``): converted by
-    ``convert_object`` with the tool's properties, then typed by ``engine.fix_object`` (vLLM's
+    ``convert_object`` with the tool's properties, then typed by ``schema.fix_object`` (vLLM's
     ``_fix_arg_types``). A call cut off keeps its complete parameters (the message's rule)."""
 
     HOLD, SKIP = range(2)

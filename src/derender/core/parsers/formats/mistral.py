@@ -50,17 +50,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from derender.core.decoding.markers import earliest, pending_prefix
-from derender.core.parsers.engine import fix_object
 from derender.core.parsers.formats.llama3_json import _could_be_head
 from derender.core.parsers.json_value import STRING_PATTERN, ValueScan, scan
-from derender.core.parsers.tools import (
-    MAX_LEADING_SPACE,
-    ToolCallDelta,
-    ToolContext,
-    ToolFormat,
-    ToolState,
-    merge,
-)
+from derender.core.parsers.primitives import MAX_LEADING_SPACE, merge
+from derender.core.parsers.schema import fix_object, tool_index, tool_properties
+from derender.core.parsers.tools import ToolCallDelta, ToolContext, ToolFormat, ToolState
 from derender.core.state.codec import Reader, Writer
 
 TOOL_CALLS, ARGS = "[TOOL_CALLS]", "[ARGS]"
@@ -411,20 +405,13 @@ def _could_escape(tail: str) -> bool:
 def _typed_tool(tools: Any, name: str) -> int:
     """1 + the index of the first tool named ``name`` if its schema has properties, else 0
     (vLLM's ``find_tool_properties``)."""
-    for index, tool in enumerate(tools):
-        spec = tool.get("function") if isinstance(tool, dict) else None
-        if not isinstance(spec, dict) or spec.get("name") != name:
-            continue
-        parameters = spec.get("parameters")
-        properties = parameters.get("properties") if isinstance(parameters, dict) else None
-        return index + 1 if isinstance(properties, dict) and properties else 0
-    return 0
+    return tool_index(tools, name) + 1 if tool_properties(tools, name) else 0
 
 
 def fix_types(arguments: str, tool: Any) -> str:
     """vLLM's ``_fix_arg_types``: the arguments' values typed by the tool's schema (JSON
     written anew when one changed, else the text as it stands), with the parser engine's port
-    of its ``_coerce_dict`` (``engine.fix_object``)."""
+    of its ``_coerce_dict`` (``schema.fix_object``)."""
     try:
         args = json.loads(arguments)
     except ValueError:

@@ -14,7 +14,7 @@ vLLM 0.33's reference (``Qwen3EngineToolParser``, the qwen3 grammar of ``vllm/pa
 name runs to its ``>``; its body to ``</function>`` (or the next ``<function=``, or the end of
 the output); each ``<parameter=NAME>VALUE</parameter>`` of the body is a parameter (a value
 also ends at the next ``<parameter=``), one newline at either end of the value trimmed. A
-value is typed by its parameter's schema (``coerce`` below, vLLM's ``coerce_to_schema_type``:
+value is typed by its parameter's schema (``schema.coerce``, vLLM's ``coerce_to_schema_type``:
 null, integer, number, boolean, object/array as JSON, else the string, with JSON as the last
 resort); a parameter the schema does not know stays a string. Text before the first call is
 content (whitespace around it dropped when calls are returned), text after it is dropped.
@@ -39,14 +39,16 @@ calls are ``qwen3_coder``'s unchanged (an alias in the registry).
 from __future__ import annotations
 
 import json
-import math
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from derender.core.decoding.markers import earliest, pending_prefix
-from derender.core.parsers.tools import ToolCallDelta, ToolContext, ToolFormat, ToolState, merge
+from derender.core.parsers import schema
+from derender.core.parsers.primitives import merge
+from derender.core.parsers.schema import STRING, TYPES, coerce
+from derender.core.parsers.tools import ToolCallDelta, ToolContext, ToolFormat, ToolState
 from derender.core.state.codec import Reader, Writer
 
 TOOL_START, TOOL_END = "<tool_call>", "</tool_call>"
@@ -71,18 +73,6 @@ the open string value is held; the name being read is too long; a call with a na
 whitespace) was read, so later text is dropped."""
 KEPT = SPOKE | DROP
 """The flags that outlive a call."""
-
-TYPES = ("null", "integer", "number", "boolean", "object", "array", "string")
-"""vLLM's priority order of schema types; a parameter's types are a bit set over these."""
-STRING = 1 << TYPES.index("string")
-_ALIASES = {
-    "str": "string", "text": "string", "varchar": "string", "char": "string", "enum": "string",
-    "int": "integer", "int32": "integer", "int64": "integer", "uint": "integer",
-    "uint32": "integer", "uint64": "integer", "long": "integer", "short": "integer",
-    "unsigned": "integer", "float": "number", "float32": "number", "float64": "number",
-    "double": "number", "bool": "boolean", "dict": "object", "arr": "array", "list": "array",
-    "sequence": "array",
-}
 
 # vLLM's parameter tags allow whitespace inside (\s*); here at most 8 characters of it, so a
 # tag is recognised within MAX_TAG characters whatever the chunking.
@@ -239,7 +229,7 @@ class _Run:
             self.mode = GAP
             return
         name = raw.lstrip()
-        self.types = _param_types(self.context.tools, self.fn, name)
+        self.types = schema.param_types(self.context.tools, self.fn, name)
         self.mode = PVALUE
         self.flags &= KEPT | GHOST | COMMA
         self.args((", " if self.has(COMMA) else "") + json.dumps(name, ensure_ascii=False)
@@ -489,128 +479,6 @@ def _prefix_of(text: str, seq: tuple[str | int, ...]) -> bool:
         if not states:
             return False
     return True
-
-
-# schema types, as vLLM reads them (tool_parsers/utils.py)
-
-def _param_types(tools: Sequence[Any], function: str, param: str) -> int:
-    """The types of a parameter of a function of the request's tools (STRING if unknown)."""
-    for tool in tools:
-        spec = tool.get("function") if isinstance(tool, dict) else None
-        if not isinstance(spec, dict) or spec.get("name") != function:
-            continue
-        parameters = spec.get("parameters")
-        properties = parameters.get("properties") if isinstance(parameters, dict) else None
-        if not isinstance(properties, dict) or not properties:
-            return STRING
-        schema = properties.get(param)
-        if not isinstance(schema, dict):
-            return STRING
-        return schema_mask(schema)
-    return STRING
-
-
-def schema_mask(schema: Any) -> int:
-    """The types of a property's schema as a bit set over TYPES (what ``coerce`` reads)."""
-    mask = 0
-    for name in schema_types(schema):
-        key = name.strip().lower()
-        key = _ALIASES.get(key, key)
-        if key in TYPES:
-            mask |= 1 << TYPES.index(key)
-    return mask
-
-
-def schema_types(schema: Any) -> list[str]:
-    """vLLM's ``extract_types_from_schema``: ``type``, the kinds of ``enum`` values, and the
-    types of ``anyOf``/``oneOf``/``allOf``; ["string"] when none."""
-    if not isinstance(schema, dict):
-        return ["string"]
-    types: set[str] = set()
-    value = schema.get("type")
-    if isinstance(value, str):
-        types.add(value)
-    elif isinstance(value, list):
-        types.update(t for t in value if isinstance(t, str))
-    enum = schema.get("enum")
-    if isinstance(enum, list):
-        for item in enum:
-            if item is None:
-                types.add("null")
-            elif isinstance(item, bool):
-                types.add("boolean")
-            elif isinstance(item, int):
-                types.add("integer")
-            elif isinstance(item, float):
-                types.add("number")
-            elif isinstance(item, str):
-                types.add("string")
-            elif isinstance(item, list):
-                types.add("array")
-            elif isinstance(item, dict):
-                types.add("object")
-    for key in ("anyOf", "oneOf", "allOf"):
-        choices = schema.get(key)
-        if isinstance(choices, list):
-            for choice in choices:
-                types.update(schema_types(choice))
-    return list(types) if types else ["string"]
-
-
-def _finite(value: Any) -> bool:
-    try:
-        json.dumps(value, allow_nan=False)
-    except (ValueError, TypeError):
-        return False
-    return True
-
-
-def coerce(value: str, mask: int) -> Any:
-    """vLLM's ``coerce_to_schema_type``: the first of the types (null, integer, number,
-    boolean, object, array, string) the value reads as; else the value as JSON; else it."""
-    for bit, kind in enumerate(TYPES):
-        if not mask & 1 << bit:
-            continue
-        if kind == "null":
-            if value.lower() == "null":
-                return None
-        elif kind == "string":
-            return value
-        elif kind == "integer":
-            try:
-                return int(value)
-            except ValueError:
-                continue
-        elif kind == "number":
-            try:
-                return int(value)
-            except ValueError:
-                pass
-            try:
-                number = float(value)
-            except ValueError:
-                continue
-            if not math.isfinite(number):
-                continue
-            return number if number != int(number) else int(number)
-        elif kind == "boolean":
-            lower = value.lower().strip()
-            if lower in ("true", "1"):
-                return True
-            if lower in ("false", "0"):
-                return False
-        else:  # object, array
-            try:
-                parsed = json.loads(value)
-            except ValueError:
-                continue
-            if _finite(parsed):
-                return parsed
-    try:
-        parsed = json.loads(value)
-    except ValueError:
-        return value
-    return parsed if _finite(parsed) else value
 
 
 def _encode(state: XmlCallState, w: Writer) -> None:
