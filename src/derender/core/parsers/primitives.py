@@ -48,10 +48,12 @@ def escape(text: str) -> str:
     return json.dumps(text, ensure_ascii=False)[1:-1]
 
 
-def member(key: str, first: bool) -> str:
+def member(key: str, first: bool, brace: bool = True) -> str:
     """The JSON text opening an arguments object's member ``key``: ``{"key": `` for the
-    first, ``, "key": `` after it (its value follows)."""
-    return ("{" if first else ", ") + json.dumps(key, ensure_ascii=False) + ": "
+    first (without ``brace``: its ``{`` was sent with the call's name), ``, "key": `` after
+    it; its value follows."""
+    return (("{" if brace else "") if first else ", ") + json.dumps(key, ensure_ascii=False) \
+        + ": "
 
 
 # whitespace

@@ -26,6 +26,7 @@ import json
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from enum import IntEnum
 from typing import Any, TypeAlias
 
 from derender.core.parsers.engine import (
@@ -245,14 +246,21 @@ def convert_object(elements: list[tuple[str, _Element]], schema: Mapping[str, An
     return result
 
 
+class M3Sub(IntEnum):
+    """``M3Args``' sub-phases: the parameters are held; past ``MAX_CALL``, skipped."""
+
+    HOLD = 0
+    SKIP = 1
+
+
 class M3Args:
     """M3's parameters: nested elements named after the arguments (``m3_params``), held whole
     until the call ends and emitted at once (vLLM's ``stream_arg_deltas=False``): converted by
     ``convert_object`` with the tool's properties, then typed by ``schema.fix_object`` (vLLM's
     ``_fix_arg_types``). A call cut off keeps its complete parameters (the message's rule)."""
 
-    HOLD, SKIP = range(2)
-    subs = 2
+    HOLD, SKIP = M3Sub
+    subs = len(M3Sub)
     max_acc = MAX_CALL
 
     def terminals(self, spell: Callable[[str], str]) -> tuple[str, ...]:
