@@ -44,6 +44,7 @@ from derender.core.decoding.markers import earliest, pending_prefix
 from derender.core.decoding.vocab import MARKUP
 from derender.core.parsers.primitives import (
     MAX_LEADING_SPACE,
+    Run,
     bounded,
     escape,
     member,
@@ -291,7 +292,7 @@ def _table(config: EngineConfig, spell: tuple[tuple[str, str], ...], think: bool
                   config.args.terminals(lambda t: spelled(t, mapping)), mapping)
 
 
-class _Run:
+class _Run(Run):
     """A working copy of the state while text is fed."""
 
     def __init__(self, state: EngineState, config: EngineConfig, context: ToolContext) -> None:
@@ -308,12 +309,6 @@ class _Run:
         self.reasoning: list[str] = []
         self.deltas: list[ToolCallDelta] = []
         self.table: _Table | None = None
-
-    def has(self, flag: int) -> bool:
-        return bool(self.flags & flag)
-
-    def set(self, flag: int, on: bool = True) -> None:
-        self.flags = self.flags | flag if on else self.flags & ~flag
 
     # text of the phases
 
@@ -371,11 +366,7 @@ class _Run:
 
     def name_text(self, piece: str) -> None:
         """More of a name or key (past ``MAX_NAME``: none, until the next one begins)."""
-        if self.has(OVERFLOW):
-            return
-        acc = bounded(self.acc, piece, MAX_NAME)
-        self.acc = acc or ""
-        self.set(OVERFLOW, acc is None)
+        self.accumulate(piece, MAX_NAME, OVERFLOW)
 
     # calls
 
@@ -415,8 +406,7 @@ class _Run:
             self.set(END_HELD, False)
         self.tool = index + 1
         self.set(KEPT)
-        self.deltas.append(ToolCallDelta(self.calls, name, ""))
-        self.calls += 1
+        self.new_call(name)
 
     def close_call(self) -> None:
         self.config.args.close(self)
@@ -426,8 +416,8 @@ class _Run:
         self.flags &= ~CALL_FLAGS
 
     def emit(self, text: str) -> None:
-        if text and not self.has(GHOST):
-            self.deltas.append(ToolCallDelta(self.calls - 1, None, text))
+        if not self.has(GHOST):
+            self.arguments(text)
 
     def param(self, key: str, value: Any) -> None:
         """A complete parameter of the open call, already typed."""

@@ -111,3 +111,41 @@ def unpack_scan(bits: int, depth: int) -> ValueScan:
     """The scan ``scan_bits`` packed (with its depth)."""
     return ValueScan(started=bool(bits & 2), depth=depth, in_string=bool(bits & 4),
                      escaped=bool(bits & 8), scalar=bool(bits & 16))
+
+
+# a machine's working copy of its state
+
+class Run:
+    """What a machine's working copy of its state has while text is fed (the engine's and the
+    Qwen3 XML family's subclass it): its flag word, the name or key being read (``acc``), the
+    call counter (the next call's index) and the deltas made."""
+
+    flags: int
+    acc: str
+    calls: int
+    deltas: list[ToolCallDelta]
+
+    def has(self, flag: int) -> bool:
+        return bool(self.flags & flag)
+
+    def set(self, flag: int, on: bool = True) -> None:
+        self.flags = self.flags | flag if on else self.flags & ~flag
+
+    def accumulate(self, piece: str, limit: int, overflow: int) -> None:
+        """More of the name or key in ``acc``; past ``limit`` characters it is none (``acc``
+        emptied, ``overflow`` set) until the next one begins (the machine clears the flag)."""
+        if self.flags & overflow:
+            return
+        acc = bounded(self.acc, piece, limit)
+        self.acc = acc or ""
+        self.set(overflow, acc is None)
+
+    def new_call(self, name: str, arguments: str = "") -> None:
+        """A call is returned: its name's delta (with the first of its arguments)."""
+        self.deltas.append(ToolCallDelta(self.calls, name, arguments))
+        self.calls += 1
+
+    def arguments(self, text: str) -> None:
+        """More of the open call's arguments."""
+        if text:
+            self.deltas.append(ToolCallDelta(self.calls - 1, None, text))

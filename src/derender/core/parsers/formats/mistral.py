@@ -47,12 +47,18 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from enum import IntEnum
 from typing import Any
 
 from derender.core.decoding.markers import earliest, pending_prefix
-from derender.core.parsers.formats.llama3_json import _could_be_head
-from derender.core.parsers.json_value import STRING_PATTERN, ValueScan, scan
-from derender.core.parsers.primitives import MAX_LEADING_SPACE, merge
+from derender.core.parsers.json_value import (
+    SPACE_PATTERN,
+    STRING_PATTERN,
+    ValueScan,
+    could_be_head,
+    scan,
+)
+from derender.core.parsers.primitives import MAX_LEADING_SPACE, merge, scan_bits, unpack_scan
 from derender.core.parsers.schema import fix_object, tool_index, tool_properties
 from derender.core.parsers.tools import ToolCallDelta, ToolContext, ToolFormat, ToolState
 from derender.core.state.codec import Reader, Writer
@@ -66,15 +72,36 @@ MAX_TYPED = 1024
 types them without streaming); longer arguments stream as written, untyped."""
 """Whitespace at the end of non-JSON arguments held back to be dropped at their end."""
 
-CONTENT, NAME, ARGS_START, JSON, RAW, AFTER = range(6)
-LIST_START, LIST, OBJECT, LIST_ARGS, TAIL, DONE, STRING_ARGS = range(6, 13)
-"""Modes of the older grammar (tokenizers without ``[ARGS]``): ``[TOOL_CALLS]`` then a JSON
-list of ``{"name": …, "arguments": …}`` objects (or one bare object); ``STRING_ARGS``:
-arguments written as a JSON string, whose value (decoded) is the arguments, as vLLM reads
-them."""
+
+
+class Mode(IntEnum):
+    """Where the machine is (its number is the stream-state encoding). From ``LIST_START``
+    on, the modes of the older grammar (tokenizers without ``[ARGS]``): ``[TOOL_CALLS]`` then
+    a JSON list of ``{"name": …, "arguments": …}`` objects (or one bare object);
+    ``STRING_ARGS``: arguments written as a JSON string, whose value (decoded) is the
+    arguments, as vLLM reads them."""
+
+    CONTENT = 0
+    NAME = 1
+    ARGS_START = 2
+    JSON = 3
+    RAW = 4
+    AFTER = 5
+    LIST_START = 6
+    LIST = 7
+    OBJECT = 8
+    LIST_ARGS = 9
+    TAIL = 10
+    DONE = 11
+    STRING_ARGS = 12
+
+
+(CONTENT, NAME, ARGS_START, JSON, RAW, AFTER, LIST_START, LIST, OBJECT, LIST_ARGS, TAIL, DONE,
+ STRING_ARGS) = Mode
+_MODES = tuple(Mode)
 MAX_HEAD = 512
 """Characters of a listed object read before it must be known as a call."""
-_W = "[ \t\n\r]*"
+_W = SPACE_PATTERN
 _HEAD = re.compile(rf'\{{{_W}"name"{_W}:{_W}{STRING_PATTERN}{_W},{_W}"arguments"{_W}:{_W}')
 
 _ALPHANUMERIC = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
@@ -82,7 +109,7 @@ _ALPHANUMERIC = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 
 @dataclass(frozen=True, slots=True)
 class MistralState(ToolState):
-    mode: int = CONTENT
+    mode: Mode = CONTENT
     held: str = ""
     """Leading whitespace (CONTENT), the name so far (NAME), trailing whitespace (RAW) or a
     marker's beginning, all read again with the next text."""
@@ -195,7 +222,7 @@ def feed(state: MistralState, text: str, final: bool, context: ToolContext
                 start_call(json.loads(f'"{match.group(1)}"'), "")
                 mode, buffer, scanner = LIST_ARGS, buffer[match.end():], ValueScan()
                 continue
-            if not final and len(buffer) < MAX_HEAD and _could_be_head(buffer):
+            if not final and len(buffer) < MAX_HEAD and could_be_head(buffer):
                 held = buffer
                 break
             end, _ = scan(ValueScan(), buffer[:MAX_HEAD])
@@ -321,8 +348,7 @@ def _encode(state: MistralState, w: Writer) -> None:
     w.uint(state.mode)
     w.text(state.held)
     w.uint(state.calls)
-    w.uint(state.spoke | scan_.started << 1 | scan_.in_string << 2 | scan_.escaped << 3
-           | scan_.scalar << 4 | state.nameless << 5 | state.listed << 6)
+    w.uint(state.spoke | scan_bits(scan_) | state.nameless << 5 | state.listed << 6)
     w.uint(scan_.depth)
     w.uint(state.tool)
     w.text(state.typed)
@@ -331,11 +357,10 @@ def _encode(state: MistralState, w: Writer) -> None:
 def _decode(r: Reader) -> MistralState:
     mode, held, calls, bits, depth = r.uint(), r.text(), r.uint(), r.uint(), r.uint()
     tool, typed = r.uint(), r.text()
-    if mode > STRING_ARGS or bits >> 7:
+    if mode >= len(_MODES) or bits >> 7:
         raise ValueError("malformed mistral state")
-    return MistralState(mode, held, calls, bool(bits & 1), ValueScan(
-        started=bool(bits & 2), depth=depth, in_string=bool(bits & 4), escaped=bool(bits & 8),
-        scalar=bool(bits & 16)), bool(bits & 32), bool(bits & 64), tool, typed)
+    return MistralState(_MODES[mode], held, calls, bool(bits & 1), unpack_scan(bits, depth),
+                        bool(bits & 32), bool(bits & 64), tool, typed)
 
 
 FORMAT = ToolFormat("mistral", 24, MistralState, MistralState, feed, _encode, _decode)

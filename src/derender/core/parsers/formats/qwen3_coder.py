@@ -42,11 +42,12 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from enum import IntEnum, IntFlag
 from typing import TypeVar
 
 from derender.core.decoding.markers import earliest, pending_prefix
 from derender.core.parsers import schema
-from derender.core.parsers.primitives import merge
+from derender.core.parsers.primitives import Run, escape, member, merge, split_space
 from derender.core.parsers.schema import STRING, TYPES, coerce
 from derender.core.parsers.tools import ToolCallDelta, ToolContext, ToolFormat, ToolState
 from derender.core.state.codec import Reader, Writer
@@ -61,16 +62,49 @@ MAX_SPACE = 256
 """Trailing whitespace of content held back (dropped if a call follows); more is content."""
 MAX_TAG = 40
 
-CONTENT, PREAMBLE, NAME, GAP, PNAME, PVALUE, BETWEEN = (
-    "content", "preamble", "name", "gap", "pname", "pvalue", "between")
-MODES = (CONTENT, PREAMBLE, NAME, GAP, PNAME, PVALUE, BETWEEN)
+
+
+class Mode(IntEnum):
+    """Where the machine is (its number is the stream-state encoding): content; after the
+    call tag; in a function's name; in its body between parameters; in a parameter's name;
+    in its value; after a call."""
+
+    CONTENT = 0
+    PREAMBLE = 1
+    NAME = 2
+    GAP = 3
+    PNAME = 4
+    PVALUE = 5
+    BETWEEN = 6
+
+
+CONTENT, PREAMBLE, NAME, GAP, PNAME, PVALUE, BETWEEN = Mode
+MODES = tuple(Mode)
 ARGS = (GAP, PNAME, PVALUE)
 
-SPOKE, GHOST, COMMA, STARTED, NEWLINE, OVERFLOW, DROP = 1, 2, 4, 8, 16, 32, 64
-"""Flags: content other than whitespace was emitted; the open call is not returned (no
-name); a parameter of the open call was emitted; the open value has begun; a newline ending
-the open string value is held; the name being read is too long; a call with a name (if only
-whitespace) was read, so later text is dropped."""
+
+class Flag(IntFlag):
+    """The state's flags (their bits are the stream-state encoding)."""
+
+    SPOKE = 1
+    """Content other than whitespace was emitted."""
+    GHOST = 2
+    """The open call is not returned (no name)."""
+    COMMA = 4
+    """A parameter of the open call was emitted."""
+    STARTED = 8
+    """The open value has begun."""
+    NEWLINE = 16
+    """A newline ending the open string value is held."""
+    OVERFLOW = 32
+    """The name being read is too long."""
+    DROP = 64
+    """A call with a name (if only whitespace) was read, so later text is dropped."""
+
+
+SPOKE, GHOST, COMMA, STARTED, NEWLINE, OVERFLOW, DROP = (flag.value for flag in Flag)
+"""The flags as plain ints, for the machine's bit arithmetic (``IntFlag`` arithmetic costs
+about 40 times an int's)."""
 KEPT = SPOKE | DROP
 """The flags that outlive a call."""
 
@@ -111,7 +145,7 @@ SEED_OSS = Grammar("seed_oss", 41, tool_start="<seed:tool_call>", tool_end="</se
 class XmlCallState(ToolState):
     """The machine's state; each format has its own subclass, so a state says its format."""
 
-    mode: str = CONTENT
+    mode: Mode = CONTENT
     held: str = ""
     """Unread text: what may still become a tag."""
     acc: str = ""
@@ -145,7 +179,7 @@ class SeedOssState(XmlCallState):
 X = TypeVar("X", bound=XmlCallState)
 
 
-class _Run:
+class _Run(Run):
     """A working copy of the state while text is fed."""
 
     def __init__(self, state: XmlCallState, context: ToolContext, trim: bool = True) -> None:
@@ -158,27 +192,18 @@ class _Run:
         self.content: list[str] = []
         self.deltas: list[ToolCallDelta] = []
 
-    def has(self, flag: int) -> bool:
-        return bool(self.flags & flag)
-
-    def set(self, flag: int, on: bool = True) -> None:
-        self.flags = self.flags | flag if on else self.flags & ~flag
-
     def args(self, text: str) -> None:
-        if text and not self.has(GHOST):
-            self.deltas.append(ToolCallDelta(self.calls - 1, None, text))
+        if not self.has(GHOST):
+            self.arguments(text)
 
     # content
     def text(self, piece: str) -> None:
         if self.keep and self.has(DROP):
             return  # after a call, text is dropped
-        combined = self.space + piece
-        body = combined.rstrip()
-        cut = len(combined) - min(len(combined) - len(body), MAX_SPACE)
-        if cut:
-            self.content.append(combined[:cut])
-            self.set(SPOKE, self.has(SPOKE) or bool(body))
-        self.space = combined[cut:]
+        out, self.space = split_space(self.space + piece, MAX_SPACE)
+        if out:
+            self.content.append(out)
+            self.set(SPOKE, self.has(SPOKE) or bool(out.strip()))
 
     def end_content(self) -> None:
         if not (self.keep and self.calls):
@@ -186,17 +211,12 @@ class _Run:
         self.space = ""
 
     # calls
-    def start_call(self, mode: str) -> None:
+    def start_call(self, mode: Mode) -> None:
         self.mode, self.acc, self.fn = mode, "", ""
         self.set(OVERFLOW, False)
 
     def name_piece(self, piece: str) -> None:
-        if self.has(OVERFLOW):
-            return
-        self.acc += piece
-        if len(self.acc) > MAX_NAME:
-            self.acc = ""
-            self.set(OVERFLOW)
+        self.accumulate(piece, MAX_NAME, OVERFLOW)
 
     def open_call(self) -> None:
         """The function's name has been read: the call begins (if it has a name)."""
@@ -210,8 +230,7 @@ class _Run:
         self.set(GHOST, ghost)
         self.set(DROP, self.has(DROP) or drop)
         if not ghost:
-            self.deltas.append(ToolCallDelta(self.calls, name, "{"))
-            self.calls += 1
+            self.new_call(name, "{")
 
     def close_call(self) -> None:
         if self.mode == PVALUE:
@@ -232,8 +251,8 @@ class _Run:
         self.types = schema.param_types(self.context.tools, self.fn, name)
         self.mode = PVALUE
         self.flags &= KEPT | GHOST | COMMA
-        self.args((", " if self.has(COMMA) else "") + json.dumps(name, ensure_ascii=False)
-                  + (': "' if self.types == STRING else ": "))
+        self.args(member(name, not self.has(COMMA), brace=False)
+                  + ('"' if self.types == STRING else ""))
         self.set(COMMA, not self.has(GHOST))
 
     def value(self, piece: str) -> None:
@@ -246,7 +265,7 @@ class _Run:
             self.types, piece, self.acc = STRING, self.acc, ""  # too long: a string
             self.args('"')
         if not self.trim:
-            self.args(json.dumps(piece, ensure_ascii=False)[1:-1])
+            self.args(escape(piece))
             return
         if not self.has(STARTED):
             self.set(STARTED)
@@ -255,7 +274,7 @@ class _Run:
         self.set(NEWLINE, text.endswith("\n"))
         if text.endswith("\n"):
             text = text[:-1]
-        self.args(json.dumps(text, ensure_ascii=False)[1:-1])
+        self.args(escape(text))
 
     def close_value(self) -> None:
         if self.types == STRING:
@@ -482,7 +501,7 @@ def _prefix_of(text: str, seq: tuple[str | int, ...]) -> bool:
 
 
 def _encode(state: XmlCallState, w: Writer) -> None:
-    w.uint(MODES.index(state.mode))
+    w.uint(state.mode)
     w.text(state.held)
     w.text(state.acc)
     w.text(state.space)
@@ -496,7 +515,7 @@ def _decoder(kind: type[X]) -> Callable[[Reader], X]:
     def decode(r: Reader) -> X:
         mode, held, acc, space, fn = r.uint(), r.text(), r.text(), r.text(), r.text()
         calls, flags, types = r.uint(), r.uint(), r.uint()
-        if mode >= len(MODES) or flags >> 7 or types >> len(TYPES):
+        if mode >= len(MODES) or flags >> len(Flag) or types >> len(TYPES):
             raise ValueError(f"malformed {kind.__name__}")
         return kind(MODES[mode], held, acc, space, fn, calls, flags, types)
     return decode
