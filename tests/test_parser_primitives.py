@@ -19,6 +19,7 @@ from derender.core.parsers.primitives import (
     scan_bits,
     split_space,
     unpack_scan,
+    unread,
 )
 from derender.core.parsers.tools import ToolCallDelta
 
@@ -29,6 +30,12 @@ def test_split_space_holds_trailing_whitespace_up_to_its_bound() -> None:
     assert split_space("   ", 8) == ("", "   ")
     assert split_space("a" + " " * 10, 4) == ("a" + " " * 6, " " * 4)  # the rest is said
     assert split_space("a  ", 0) == ("a  ", "")  # nothing held
+
+
+def test_unread_holds_what_may_begin_a_marker_until_the_end() -> None:
+    assert unread("text <tool", ("<tool_call>",), False) == ("text ", "<tool")
+    assert unread("text <tool", ("<tool_call>",), True) == ("text <tool", "")
+    assert unread("text <b", ("<tool_call>",), False) == ("text <b", "")
 
 
 def test_bounded_names_are_none_past_their_bound() -> None:

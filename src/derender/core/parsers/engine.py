@@ -50,6 +50,7 @@ from derender.core.parsers.primitives import (
     member,
     merge,
     split_space,
+    unread,
 )
 from derender.core.parsers.schema import (
     fix_object,
@@ -481,9 +482,8 @@ def feed(config: EngineConfig, state: S, text: str, final: bool, context: ToolCo
                 held = region[len(region) - kept:] + buffer[len(region):] if not final else ""
                 break
         elif found is None:
-            hold = 0 if final else pending_prefix(buffer, terminals)
-            run.text(buffer[:len(buffer) - hold])
-            held = buffer[len(buffer) - hold:]
+            now, held = unread(buffer, terminals, final)
+            run.text(now)
             break
         else:
             run.text(buffer[:found[0]])

@@ -58,6 +58,13 @@ def member(key: str, first: bool, brace: bool = True) -> str:
 
 # whitespace
 
+def unread(buffer: str, markers: tuple[str, ...], final: bool) -> tuple[str, str]:
+    """``buffer`` as (the text to read now, the end held back because it may begin one of
+    ``markers``: read again with the next text); at the end of the output nothing is held."""
+    hold = 0 if final else pending_prefix(buffer, markers)
+    return buffer[:len(buffer) - hold], buffer[len(buffer) - hold:]
+
+
 def leading_text(buffer: str, markers: tuple[str, ...], final: bool, spoke: bool,
                  drop_at_end: bool) -> tuple[str, str, bool]:
     """Content up to the end of ``buffer``, in which no marker starts: (content, text to hold

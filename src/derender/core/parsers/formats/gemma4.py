@@ -40,7 +40,7 @@ from typing import Any
 
 from derender.core.decoding.markers import earliest, pending_prefix
 from derender.core.parsers import schema
-from derender.core.parsers.primitives import escape, member, merge, split_space
+from derender.core.parsers.primitives import escape, member, merge, split_space, unread
 from derender.core.parsers.reasoning import ReasoningFormat
 from derender.core.parsers.schema import STRING
 from derender.core.parsers.tools import ToolCallDelta, ToolContext, ToolFormat, ToolState
@@ -190,9 +190,9 @@ def feed(state: Gemma4State, text: str, final: bool, context: ToolContext
         if mode == CONTENT:
             found = earliest(buffer, (start,))
             if found is None:
-                hold = 0 if final else pending_prefix(buffer, (start,))
-                run.say(buffer[:len(buffer) - hold])
-                run.set(held=buffer[len(buffer) - hold:])
+                now, held = unread(buffer, (start,), final)
+                run.say(now)
+                run.set(held=held)
                 break
             run.say(buffer[:found[0]])
             run.set(mode=PRE, acc="", space="")

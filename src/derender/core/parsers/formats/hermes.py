@@ -22,6 +22,7 @@ from derender.core.parsers.primitives import (
     merge,
     scan_bits,
     unpack_scan,
+    unread,
 )
 from derender.core.parsers.tools import ToolCallDelta, ToolContext, ToolFormat, ToolState
 from derender.core.state.codec import Reader, Writer
@@ -169,7 +170,7 @@ def feed(state: HermesState, text: str, final: bool, forced_name: str | None = N
             marker = close_tag if mode == TAIL else open_tag
             found = earliest(buffer, (marker,))
             if found is None:
-                held = "" if final else buffer[len(buffer) - pending_prefix(buffer, (marker,)):]
+                _, held = unread(buffer, (marker,), final)
                 break
             buffer = buffer[found[0] + len(marker):]
             mode = AFTER if mode == TAIL else HEAD

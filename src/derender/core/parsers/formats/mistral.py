@@ -58,7 +58,13 @@ from derender.core.parsers.json_value import (
     could_be_head,
     scan,
 )
-from derender.core.parsers.primitives import MAX_LEADING_SPACE, merge, scan_bits, unpack_scan
+from derender.core.parsers.primitives import (
+    MAX_LEADING_SPACE,
+    merge,
+    scan_bits,
+    unpack_scan,
+    unread,
+)
 from derender.core.parsers.schema import fix_object, tool_index, tool_properties
 from derender.core.parsers.tools import ToolCallDelta, ToolContext, ToolFormat, ToolState
 from derender.core.state.codec import Reader, Writer
@@ -323,8 +329,7 @@ def feed(state: MistralState, text: str, final: bool, context: ToolContext
         else:  # AFTER: dropped up to the next call
             found = earliest(buffer, (tc,))
             if found is None:
-                hold = 0 if final else pending_prefix(buffer, (tc,))
-                held = buffer[len(buffer) - hold:] if hold else ""
+                _, held = unread(buffer, (tc,), final)
                 break
             mode, buffer = NAME, buffer[found[0] + len(tc):]
     return ("".join(content), merge(deltas),

@@ -47,7 +47,7 @@ from typing import TypeVar
 
 from derender.core.decoding.markers import earliest, pending_prefix
 from derender.core.parsers import schema
-from derender.core.parsers.primitives import Run, escape, member, merge, split_space
+from derender.core.parsers.primitives import Run, escape, member, merge, split_space, unread
 from derender.core.parsers.schema import STRING, TYPES, coerce
 from derender.core.parsers.tools import ToolCallDelta, ToolContext, ToolFormat, ToolState
 from derender.core.state.codec import Reader, Writer
@@ -301,9 +301,8 @@ def feed(state: X, text: str, final: bool, context: ToolContext, grammar: Gramma
         if mode == CONTENT:
             found = earliest(buffer, (open_tag, FUNC_PREFIX))
             if found is None:
-                hold = 0 if final else pending_prefix(buffer, (open_tag, FUNC_PREFIX))
-                run.text(buffer[:len(buffer) - hold])
-                held = buffer[len(buffer) - hold:]
+                now, held = unread(buffer, (open_tag, FUNC_PREFIX), final)
+                run.text(now)
                 break
             at, marker = found
             run.text(buffer[:at])
@@ -313,8 +312,7 @@ def feed(state: X, text: str, final: bool, context: ToolContext, grammar: Gramma
             markers = (FUNC_PREFIX, close_tag) + ((open_tag,) if mode == BETWEEN else ())
             found = earliest(buffer, markers)
             if found is None:
-                hold = 0 if final else pending_prefix(buffer, markers)
-                held = buffer[len(buffer) - hold:]
+                _, held = unread(buffer, markers, final)
                 break
             at, marker = found
             buffer = buffer[at + len(marker):]
