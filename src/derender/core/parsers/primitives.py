@@ -93,7 +93,7 @@ def split_space(text: str, limit: int) -> tuple[str, str]:
     if a call follows, or if reasoning ends there), at most ``limit`` characters of it: what
     is longer is said."""
     body = text.rstrip()
-    cut = len(text) - min(len(text) - len(body), limit)
+    cut = len(body) if len(text) - len(body) <= limit else len(text) - limit
     return text[:cut], text[cut:]
 
 
