@@ -15,8 +15,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from derender.core.parsers import schema
 from derender.core.parsers.formats import qwen3_coder
-from derender.core.parsers.formats.qwen3_coder import MAX_NAME, MAX_VALUE, coerce
+from derender.core.parsers.formats.qwen3_coder import MAX_NAME, MAX_VALUE
+from derender.core.parsers.schema import coerce
 from derender.core.parsers.tools import ToolContext
 from derender.core.state.codec import Reader, Writer
 from tests.test_parser_properties import END_TOOL, IM_END, PROMPTS, PROPS, QWEN, THINK, TOOL, enc
@@ -104,13 +106,13 @@ def test_a_long_typed_value_becomes_a_string() -> None:
 
 def test_the_type_is_looked_up_once_per_parameter(monkeypatch: pytest.MonkeyPatch) -> None:
     seen: list[tuple[str, str]] = []
-    lookup = qwen3_coder._param_types
+    lookup = schema.param_types
 
     def counting(tools: Any, function: str, param: str) -> int:
         seen.append((function, param))
         return lookup(tools, function, param)
 
-    monkeypatch.setattr(qwen3_coder, "_param_types", counting)
+    monkeypatch.setattr(schema, "param_types", counting)
     text = call("set_config", ("count", "12345"), ("label", "a b c d e f"))
     assert parse(text, pieces=list(text))[1] == [("set_config", {"count": 12345,
                                                                  "label": "a b c d e f"})]

@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 
 from derender.core.parsers.formats import hermes
-from derender.core.parsers.tools import MAX_LEADING_SPACE
+from derender.core.parsers.primitives import MAX_LEADING_SPACE
 from tests.conftest import tokenizer
 
 CHAT = "/v1/chat/completions/derender"

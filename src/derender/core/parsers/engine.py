@@ -8,7 +8,7 @@ belongs to the phase (content, reasoning, the call's name, its arguments; droppe
 and BETWEEN). A terminal without a transition in the phase is text of the phase. The raw
 arguments of a call are read by the format's *argument grammar* (``DsmlArgs``, ``GlmArgs``),
 a sub-machine that emits each parameter as JSON once its value is complete, typed as vLLM
-types it (``qwen3_coder.coerce``: vLLM's ``coerce_to_schema_type``, applied as its
+types it (``schema.coerce``: vLLM's ``coerce_to_schema_type``, applied as its
 ``ParserEngine._coerce_value`` does, nested objects and arrays included), so the argument
 fragments concatenate to exactly the JSON text of the non-streaming answer.
 
@@ -35,29 +35,63 @@ from __future__ import annotations
 import functools
 import json
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from enum import IntEnum, IntFlag
 from typing import Any, Protocol, TypeVar
 
 from derender.core.decoding.markers import earliest, pending_prefix
-from derender.core.parsers.formats.qwen3_coder import coerce, schema_mask
-from derender.core.parsers.registry import BOTH, FOREIGN, MARKUP, REASONING_ONLY, TOOLS
-from derender.core.parsers.tools import (
+from derender.core.parsers.primitives import (
     MAX_LEADING_SPACE,
-    ToolCallDelta,
-    ToolContext,
-    ToolFormat,
-    ToolState,
+    Run,
+    bounded,
+    escape,
+    member,
     merge,
+    split_space,
+    unread,
 )
+from derender.core.parsers.registry import BOTH, FOREIGN, MARKUP, REASONING_ONLY, TOOLS
+from derender.core.parsers.schema import (
+    fix_object,
+    fix_value,
+    tool_index,
+    tool_name,
+    tool_properties,
+)
+from derender.core.parsers.tools import ToolCallDelta, ToolContext, ToolFormat, ToolState
 from derender.core.state.codec import Reader, Writer
 
-CONTENT, REASONING, PREAMBLE, NAME, ARGS, BETWEEN = range(6)
-PHASES = ("content", "reasoning", "preamble", "name", "args", "between")
 
-START, NAMED, END, TEXT, HOLD = 1, 2, 4, 8, 16
-"""Transition events: a call starts (its name follows); its name ends; it ends; the terminal
-is text of the new phase; the terminal is held (``EngineConfig.held_end``)."""
+class Phase(IntEnum):
+    """The machine's phases (their numbers are the stream-state encoding)."""
+
+    CONTENT = 0
+    REASONING = 1
+    PREAMBLE = 2
+    NAME = 3
+    ARGS = 4
+    BETWEEN = 5
+
+
+CONTENT, REASONING, PREAMBLE, NAME, ARGS, BETWEEN = Phase
+PHASES = tuple(phase.name.lower() for phase in Phase)
+_PHASE = tuple(Phase)
+"""Phases by number (indexing a tuple: an ``IntEnum`` call costs a µs a chunk)."""
+
+
+class Event(IntFlag):
+    """Transition events: a call starts (its name follows); its name ends; it ends; the
+    terminal is text of the new phase; the terminal is held (``EngineConfig.held_end``)."""
+
+    START = 1
+    NAMED = 2
+    END = 4
+    TEXT = 8
+    HOLD = 16
+
+
+START, NAMED, END, TEXT, HOLD = Event
 __all__ = ["BOTH", "FOREIGN", "REASONING_ONLY", "TOOLS"]  # what the machine reads (registry)
 
 MAX_NAME = 128
@@ -73,23 +107,53 @@ MAX_SPACE = 256
 """Whitespace held: at the end of content (dropped if a returned call follows) and at the end
 of reasoning (dropped if the reasoning ends there); more is emitted."""
 
+
+
+class Flag(IntFlag):
+    """The state's flags (their bits are the stream-state encoding)."""
+
+    THINKING = 1 << 0
+    """The think terminals are read."""
+    SPOKE = 1 << 1
+    """Content other than whitespace was emitted."""
+    SLOT = 1 << 2
+    """A call was read (whitespace alone is then no content)."""
+    KEPT = 1 << 3
+    """A call was returned (content after it is dropped)."""
+    GHOST = 1 << 4
+    """The open call is not returned."""
+    OPENED = 1 << 5
+    """The open call's ``{`` was emitted."""
+    OVERFLOW = 1 << 6
+    """The name or key being read is too long."""
+    STRATTR = 1 << 7
+    """The open DSML parameter has ``string="true"``."""
+    WRAPPED = 1 << 8
+    """A wrapper parameter is held."""
+    WRAP_INPUT = 1 << 9
+    """Its key is ``input`` (else ``arguments``)."""
+    WRAP_STRING = 1 << 10
+    """It has ``string="true"``."""
+    NO_TOOLS = 1 << 11
+    """The tool terminals are not read (the reasoning parser alone)."""
+    HOLDS_END = 1 << 12
+    """``held_end`` is read (``FOREIGN``)."""
+    END_HELD = 1 << 13
+    """A ``held_end`` was read and is held (the whitespace before it in ``rspace``)."""
+
+
 (THINKING, SPOKE, SLOT, KEPT, GHOST, OPENED, OVERFLOW, STRATTR, WRAPPED, WRAP_INPUT,
- WRAP_STRING, NO_TOOLS, HOLDS_END, END_HELD) = (1 << i for i in range(14))
-"""Flags: the think terminals are read; content other than whitespace was emitted; a call
-was read (whitespace alone is then no content); a call was returned (content after it is
-dropped); the open call is not returned; its ``{`` was emitted; the name or key being read is
-too long; the open DSML parameter has ``string="true"``; a wrapper parameter is held (its key
-``input``, else ``arguments``; it has ``string="true"``); the tool terminals are not read
-(the reasoning parser alone); ``held_end`` is read (``FOREIGN``); one was read and is held
-(its whitespace before it in ``rspace``)."""
-FLAG_BITS = 14
+ WRAP_STRING, NO_TOOLS, HOLDS_END, END_HELD) = (flag.value for flag in Flag)
+"""The flags as plain ints, for the machine's bit arithmetic (an ``IntFlag`` operation costs
+about 2 µs, some 40 times an int's, and the machine does several a chunk)."""
+FLAG_BITS = len(Flag)
 CALL_FLAGS = GHOST | OPENED | OVERFLOW | STRATTR | WRAPPED | WRAP_INPUT | WRAP_STRING
 """Flags of the open call (cleared when the next one starts)."""
 
 
 @dataclass(frozen=True, slots=True)
 class EngineState(ToolState):
-    phase: int = CONTENT
+    phase: Phase = CONTENT
     sub: int = 0
     """The argument grammar's own phase (ARGS)."""
     held: str = ""
@@ -143,8 +207,8 @@ class EngineConfig:
     name: str
     terminals: Mapping[str, tuple[str, ...]]
     """Terminal → spellings (raw text; markers inside are replaced by their stand-ins)."""
-    transitions: Mapping[tuple[int, str], tuple[int, int]]
-    think_transitions: Mapping[tuple[int, str], tuple[int, int]]
+    transitions: Mapping[tuple[Phase, str], tuple[Phase, int]]
+    think_transitions: Mapping[tuple[Phase, str], tuple[Phase, int]]
     """Transitions of the think terminals, read when thinking is on or ``think_always``."""
     args: ArgGrammar
     think_always: bool = False
@@ -182,14 +246,14 @@ def spelled(text: str, spell: Mapping[str, str] | None) -> str:
 class _Table:
     """A config's terminals and transitions, spelled, per phase."""
 
-    by_phase: dict[int, tuple[str, ...]]
-    moves: dict[tuple[int, str], tuple[int, int]]
+    by_phase: dict[Phase, tuple[str, ...]]
+    moves: dict[tuple[Phase, str], tuple[Phase, int]]
     args: tuple[str, ...]
     spell: Mapping[str, str]
 
 
 def _transitions(config: EngineConfig, think: bool, tools: bool
-                 ) -> dict[tuple[int, str], tuple[int, int]]:
+                 ) -> dict[tuple[Phase, str], tuple[Phase, int]]:
     """The transitions read: the think ones only when ``think``; without ``tools`` (the
     reasoning parser alone) no tool terminal is read, except that one ending reasoning ends
     it and stays as content (vLLM's ``skip_tool_parsing``)."""
@@ -199,7 +263,7 @@ def _transitions(config: EngineConfig, think: bool, tools: bool
     if tools:
         return transitions
     plain = (CONTENT, REASONING)
-    out: dict[tuple[int, str], tuple[int, int]] = {}
+    out: dict[tuple[Phase, str], tuple[Phase, int]] = {}
     for (phase, terminal), (after, events) in transitions.items():
         if phase in plain and after in plain:
             out[(phase, terminal)] = (after, events)
@@ -215,8 +279,8 @@ def _table(config: EngineConfig, spell: tuple[tuple[str, str], ...], think: bool
     transitions = _transitions(config, think, tools)
     if hold_end and config.held_end:
         transitions[(CONTENT, config.held_end)] = (CONTENT, HOLD)
-    moves: dict[tuple[int, str], tuple[int, int]] = {}
-    by_phase: dict[int, list[str]] = {p: [] for p in range(len(PHASES))}
+    moves: dict[tuple[Phase, str], tuple[Phase, int]] = {}
+    by_phase: dict[Phase, list[str]] = {p: [] for p in Phase}
     for (phase, terminal), move in transitions.items():
         for literal in config.terminals[terminal]:
             text = spelled(literal, mapping)
@@ -226,7 +290,7 @@ def _table(config: EngineConfig, spell: tuple[tuple[str, str], ...], think: bool
                   config.args.terminals(lambda t: spelled(t, mapping)), mapping)
 
 
-class _Run:
+class _Run(Run):
     """A working copy of the state while text is fed."""
 
     def __init__(self, state: EngineState, config: EngineConfig, context: ToolContext) -> None:
@@ -243,12 +307,6 @@ class _Run:
         self.reasoning: list[str] = []
         self.deltas: list[ToolCallDelta] = []
         self.table: _Table | None = None
-
-    def has(self, flag: int) -> bool:
-        return bool(self.flags & flag)
-
-    def set(self, flag: int, on: bool = True) -> None:
-        self.flags = self.flags | flag if on else self.flags & ~flag
 
     # text of the phases
 
@@ -276,11 +334,8 @@ class _Run:
                 self.space = combined  # whitespace alone: no content if a call follows
                 return
             self.set(SPOKE)
-        body = combined.rstrip() if self.config.strip_content else combined
-        if len(combined) - len(body) > MAX_SPACE:
-            body = combined[:len(combined) - MAX_SPACE]
+        body, self.space = split_space(combined, MAX_SPACE if self.config.strip_content else 0)
         self.content.append(body)
-        self.space = combined[len(body):]
 
     def end_text(self) -> str:
         assert self.table is not None
@@ -304,20 +359,12 @@ class _Run:
         self.set(END_HELD, False)
 
     def reasoning_text(self, piece: str) -> None:
-        combined = self.rspace + piece
-        body = combined.rstrip()
-        if len(combined) - len(body) > MAX_SPACE:
-            body = combined[:len(combined) - MAX_SPACE]
+        body, self.rspace = split_space(self.rspace + piece, MAX_SPACE)
         self.reasoning.append(body)
-        self.rspace = combined[len(body):]
 
     def name_text(self, piece: str) -> None:
-        if self.has(OVERFLOW):
-            return
-        self.acc += piece
-        if len(self.acc) > MAX_NAME:
-            self.acc = ""
-            self.set(OVERFLOW)
+        """More of a name or key (past ``MAX_NAME``: none, until the next one begins)."""
+        self.accumulate(piece, MAX_NAME, OVERFLOW)
 
     # calls
 
@@ -338,7 +385,7 @@ class _Run:
         if self.has(GHOST):
             return
         tools = self.context.tools
-        index = next((i for i, tool in enumerate(tools) if _tool_name(tool) == name), -1)
+        index = tool_index(tools, name)
         accepted = (not self.reject and bool(name) and not self.has(OVERFLOW)
                     and (not self.config.validate_names or not tools or index >= 0))
         self.set(OVERFLOW, False)
@@ -357,8 +404,7 @@ class _Run:
             self.set(END_HELD, False)
         self.tool = index + 1
         self.set(KEPT)
-        self.deltas.append(ToolCallDelta(self.calls, name, ""))
-        self.calls += 1
+        self.new_call(name)
 
     def close_call(self) -> None:
         self.config.args.close(self)
@@ -368,79 +414,27 @@ class _Run:
         self.flags &= ~CALL_FLAGS
 
     def emit(self, text: str) -> None:
-        if text and not self.has(GHOST):
-            self.deltas.append(ToolCallDelta(self.calls - 1, None, text))
+        if not self.has(GHOST):
+            self.arguments(text)
 
     def param(self, key: str, value: Any) -> None:
         """A complete parameter of the open call, already typed."""
         if self.has(GHOST):
             return
-        self.emit(("{" if not self.has(OPENED) else ", ") + json.dumps(key, ensure_ascii=False)
-                  + ": " + json.dumps(value, ensure_ascii=False))
+        self.emit(member(key, not self.has(OPENED)) + json.dumps(value, ensure_ascii=False))
         self.set(OPENED)
 
     def open_string(self, key: str, text: str) -> None:
         """A value too long to hold: a string from here, streamed as written."""
-        self.emit(("{" if not self.has(OPENED) else ", ") + json.dumps(key, ensure_ascii=False)
-                  + ': "' + _escape(text))
+        self.emit(member(key, not self.has(OPENED)) + '"' + escape(text))
         self.set(OPENED)
 
     def properties(self) -> Mapping[str, Any]:
         tools = self.context.tools
         if not 0 < self.tool <= len(tools):
             return {}
-        name = _tool_name(tools[self.tool - 1])
+        name = tool_name(tools[self.tool - 1])
         return tool_properties(tools, name) if name is not None else {}
-
-
-def _escape(text: str) -> str:
-    return json.dumps(text, ensure_ascii=False)[1:-1]
-
-
-def _tool_name(tool: Any) -> str | None:
-    spec = tool.get("function") if isinstance(tool, dict) else None
-    name = spec.get("name") if isinstance(spec, dict) else None
-    return name if isinstance(name, str) else None
-
-
-def tool_properties(tools: Sequence[Any], name: str) -> Mapping[str, Any]:
-    """vLLM's ``find_tool_properties``: the named tool's ``parameters.properties``, or {}."""
-    for tool in tools:
-        if _tool_name(tool) != name:
-            continue
-        spec = tool["function"]
-        parameters = spec.get("parameters")
-        properties = parameters.get("properties") if isinstance(parameters, dict) else None
-        return properties if isinstance(properties, dict) else {}
-    return {}
-
-
-def fix_value(value: Any, schema: Any) -> Any:
-    """vLLM's ``ParserEngine._coerce_value``: a string by ``coerce_to_schema_type``; an object
-    or array through its ``properties``/``items``; another value through its JSON text."""
-    if not isinstance(schema, dict):
-        return value
-    if isinstance(value, str):
-        return coerce(value, schema_mask(schema))
-    if isinstance(value, dict):
-        nested = schema.get("properties")
-        if isinstance(nested, dict):
-            return fix_object(value, nested)
-        return value
-    if isinstance(value, list):
-        items = schema.get("items")
-        if isinstance(items, dict):
-            return [fix_value(item, items) for item in value]
-        return value
-    coerced = coerce(json.dumps(value, ensure_ascii=False), schema_mask(schema))
-    if type(coerced) is not type(value) or coerced != value:
-        return coerced
-    return value
-
-
-def fix_object(values: dict[str, Any], properties: Mapping[str, Any]) -> dict[str, Any]:
-    """vLLM's ``_coerce_dict``: each value whose key has a schema."""
-    return {key: fix_value(value, properties.get(key)) for key, value in values.items()}
 
 
 # the machine
@@ -485,9 +479,8 @@ def feed(config: EngineConfig, state: S, text: str, final: bool, context: ToolCo
                 held = region[len(region) - kept:] + buffer[len(region):] if not final else ""
                 break
         elif found is None:
-            hold = 0 if final else pending_prefix(buffer, terminals)
-            run.text(buffer[:len(buffer) - hold])
-            held = buffer[len(buffer) - hold:]
+            now, held = unread(buffer, terminals, final)
+            run.text(now)
             break
         else:
             run.text(buffer[:found[0]])
@@ -539,6 +532,27 @@ def _finish(run: _Run) -> None:
 
 # argument grammars
 
+class DsmlSub(IntEnum):
+    """``DsmlArgs``' sub-phases: between parameters; in a parameter's head (``acc``); in its
+    value, held (``acc``); in a value too long to hold, streamed as a string."""
+
+    GAP = 0
+    HEAD = 1
+    VALUE = 2
+    LONG = 3
+
+
+class GlmSub(IntEnum):
+    """``GlmArgs``' sub-phases: between parameters; in a key (``acc``); after a key's closing
+    tag (the whitespace in ``acc``); in a value, held (``acc``); in a value too long to hold."""
+
+    GAP = 0
+    KEY = 1
+    AFTER_KEY = 2
+    VALUE = 3
+    LONG = 4
+
+
 class DsmlArgs:
     """DSML parameters: ``<｜DSML｜parameter name="K" string="true|false">V</｜DSML｜parameter>``
     (vLLM's ``_dsml_arg_converter`` regex: the ``string`` attribute optional; a value also ends
@@ -547,8 +561,8 @@ class DsmlArgs:
     does not have is held: alone, holding an object of the tool's properties, it is the
     arguments (vLLM's ``_unwrap_wrapper_args``)."""
 
-    GAP, HEAD, VALUE, LONG = range(4)
-    subs = 4
+    GAP, HEAD, VALUE, LONG = DsmlSub
+    subs = len(DsmlSub)
     max_acc = MAX_VALUE
     HEAD_RE = re.compile(r'\s+name="([^"]+)"(?:\s+string="([^"]*)")?\s*>', re.DOTALL)
     """A parameter tag after ``param_start``: group 1 the key, group 2 the ``string`` flag."""
@@ -628,7 +642,7 @@ class DsmlArgs:
 
     def _value(self, run: _Run, piece: str) -> None:
         if run.sub == self.LONG:
-            run.emit(_escape(piece))
+            run.emit(escape(piece))
             return
         run.acc += piece
         if len(run.acc) > MAX_VALUE:
@@ -749,8 +763,8 @@ class GlmArgs:
     to the first ``</arg_value>``; other text is skipped). Keys are stripped, values kept
     verbatim and typed by the schema."""
 
-    GAP, KEY, AFTER_KEY, VALUE, LONG = range(5)
-    subs = 5
+    GAP, KEY, AFTER_KEY, VALUE, LONG = GlmSub
+    subs = len(GlmSub)
     max_acc = MAX_VALUE
     TAGS = ("<arg_key>", "</arg_key>", "<arg_value>", "</arg_value>")
 
@@ -777,7 +791,7 @@ class GlmArgs:
                 at = region.find(key_close)
                 piece = region if at < 0 else region[:at]
                 hold = 0 if at >= 0 or ended else pending_prefix(piece, (key_close,))
-                self._key_text(run, piece[:len(piece) - hold])
+                run.name_text(piece[:len(piece) - hold])
                 if at < 0:
                     return hold
                 region = region[at + len(key_close):]
@@ -790,15 +804,15 @@ class GlmArgs:
                     region = body[len(value_open):]
                     continue
                 if not body or (not ended and value_open.startswith(body)):
-                    run.acc += space
-                    if len(run.acc) > MAX_NAME:
+                    acc = bounded(run.acc, space, MAX_NAME)
+                    run.acc = acc or ""
+                    if acc is None:
                         run.set(OVERFLOW)
-                        run.acc = ""
                     return len(body)
                 # not a value: the key runs on through its closing tag
-                run.acc, run.key, run.sub = run.key + key_close + run.acc + space, "", self.KEY
-                if len(run.acc) > MAX_NAME:
-                    run.acc = ""
+                acc = bounded(run.key + key_close + run.acc, space, MAX_NAME)
+                run.acc, run.key, run.sub = acc or "", "", self.KEY
+                if acc is None:
                     run.set(OVERFLOW)
                 region = body
             else:  # VALUE, LONG
@@ -812,20 +826,11 @@ class GlmArgs:
                 region = region[at + len(value_close):]
                 run.sub = self.GAP
 
-    @staticmethod
-    def _key_text(run: _Run, piece: str) -> None:
-        if run.has(OVERFLOW):
-            return
-        run.acc += piece
-        if len(run.acc) > MAX_NAME:
-            run.acc = ""
-            run.set(OVERFLOW)
-
     def _value(self, run: _Run, piece: str) -> None:
         if run.has(OVERFLOW):
             return
         if run.sub == self.LONG:
-            run.emit(_escape(piece))
+            run.emit(escape(piece))
             return
         run.acc += piece
         if len(run.acc) > MAX_VALUE:
@@ -874,7 +879,8 @@ def decoder(state_type: type[S], subs: int, max_acc: int = MAX_VALUE) -> Callabl
                 or len(space) > max(MAX_LEADING_SPACE, MAX_SPACE) or len(rspace) > MAX_SPACE
                 or len(wrap) > MAX_VALUE or space.strip() or rspace.strip()):
             raise ValueError("malformed parser engine state")
-        return state_type(phase, sub, held, acc, key, tool, space, rspace, wrap, calls, flags)
+        return state_type(_PHASE[phase], sub, held, acc, key, tool, space, rspace, wrap, calls,
+                          flags)
     return decode
 
 

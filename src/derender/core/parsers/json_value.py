@@ -6,6 +6,7 @@ depth, strings and escapes (a few integers of state), never re-parsing what came
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 _SCALAR_END = frozenset(",}] \t\r\n")
@@ -65,3 +66,39 @@ def scan(state: ValueScan, text: str) -> tuple[int | None, ValueScan]:
             if depth == 0:
                 return i + 1, ValueScan()
     return None, ValueScan(started, depth, in_string, escaped, scalar)
+
+
+JSON_SPACE = " \t\n\r"
+"""JSON's whitespace (what ``str.strip`` strips is more)."""
+SPACE_PATTERN = "[ \t\n\r]*"
+_HEAD_KEYS = ('"arguments"', '"parameters"')
+
+
+def could_be_head(text: str) -> bool:
+    """Whether more text could still make ``text`` begin a call's head, ``{"name": "…",
+    "arguments":`` (or ``"parameters":``), JSON whitespace allowed between its parts
+    (llama3_json, mistral's older grammar)."""
+    pos = 0
+    for part in ("{", '"name"', ":", None, ",", _HEAD_KEYS, ":"):
+        while pos < len(text) and text[pos] in JSON_SPACE:
+            pos += 1
+        rest = text[pos:]
+        if not rest:
+            return True
+        if part is None:  # the name: a JSON string
+            match = re.match(STRING_PATTERN, rest)
+            if match is None:
+                return re.fullmatch(r'"(?:[^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{0,4})*'
+                                    r'\\?', rest) is not None
+            pos += match.end()
+            continue
+        options = (part,) if isinstance(part, str) else part
+        for option in options:
+            if rest.startswith(option):
+                pos += len(option)
+                break
+            if option.startswith(rest):
+                return True
+        else:
+            return False
+    return True

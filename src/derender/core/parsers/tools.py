@@ -15,12 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from derender.core.decoding.markers import pending_prefix
 from derender.core.state.codec import Reader, Writer
-
-MAX_LEADING_SPACE = 256
-"""Whitespace before a format's first call that is dropped with it; more is content (a stream
-cannot hold more and stay small, so the whole text must treat it alike)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,41 +97,3 @@ class ToolFormat(Generic[S]):
         if not isinstance(state, self.state_type):
             raise ValueError(f"a {type(state).__name__} is not a {self.name} state")
         self.encode(state, w)
-
-
-def merge(deltas: list[ToolCallDelta]) -> list[ToolCallDelta]:
-    """One delta per call index and chunk: name and argument text joined; empty ones gone."""
-    merged: list[ToolCallDelta] = []
-    for delta in deltas:
-        if merged and merged[-1].index == delta.index:
-            last = merged[-1]
-            merged[-1] = ToolCallDelta(last.index,
-                                       delta.name if last.name is None else last.name,
-                                       last.arguments + delta.arguments,
-                                       delta.id if last.id is None else last.id)
-        else:
-            merged.append(delta)
-    return [d for d in merged if d.name is not None or d.arguments]
-
-
-def leading_text(buffer: str, markers: tuple[str, ...], final: bool, spoke: bool,
-                 drop_at_end: bool) -> tuple[str, str, bool]:
-    """Content up to the end of ``buffer``, in which no marker starts: (content, text to hold
-    back, spoke). Until something other than whitespace was said, whitespace is held back
-    (a call may follow, and then it is no content) while within ``MAX_LEADING_SPACE``; at the
-    end it is content unless ``drop_at_end``. ``spoke``: content was said (past the bound,
-    whitespace counts)."""
-    hold = 0 if final else pending_prefix(buffer, markers)
-    out = buffer[:len(buffer) - hold]
-    if not spoke and not out.strip() and len(out) <= MAX_LEADING_SPACE:
-        if final and drop_at_end:
-            out = ""
-        elif not final:
-            hold, out = len(buffer), ""
-    spoke = spoke or bool(out.strip()) or len(out) > MAX_LEADING_SPACE
-    return out, buffer[len(buffer) - hold:], spoke
-
-
-def leads_content(before: str, spoke: bool) -> bool:
-    """Whether the text before a format's opening marker is content (else it is dropped)."""
-    return spoke or bool(before.strip()) or len(before) > MAX_LEADING_SPACE

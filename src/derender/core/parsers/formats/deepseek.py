@@ -47,16 +47,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from derender.core.decoding.markers import earliest, pending_prefix
-from derender.core.parsers.tools import (
+from derender.core.parsers.primitives import (
     MAX_LEADING_SPACE,
-    ToolCallDelta,
-    ToolContext,
-    ToolFormat,
-    ToolState,
     leading_text,
     leads_content,
     merge,
+    unread,
 )
+from derender.core.parsers.tools import ToolCallDelta, ToolContext, ToolFormat, ToolState
 from derender.core.state.codec import Reader, Writer
 
 CALLS_BEGIN, CALLS_END = "<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>"
@@ -208,7 +206,7 @@ def _feed(state: DeepSeekState, text: str, final: bool, context: ToolContext, g:
         elif mode in (CALLS, SKIP):  # between calls (or in an unreadable one): dropped
             found = earliest(buffer, ends)
             if found is None:
-                held = "" if final else buffer[len(buffer) - pending_prefix(buffer, ends):]
+                _, held = unread(buffer, ends, final)
                 break
             at, marker = found
             buffer = buffer[at + len(marker):]

@@ -18,8 +18,8 @@ incrementally: ``key:value`` fields separated by commas, bare keys (whitespace a
 stripped), values ``<|"|>…<|"|>`` (verbatim), ``{…}``/``[…]`` (nested, their values strings)
 or bare text up to ``,``, ``}`` or ``]`` (stripped); at the end of the body its closing ``}``
 (or an unmatched ``)``) is dropped. Values are then typed by the request's schema as vLLM's
-engine does (``_coerce_value``: ``qwen3_coder.coerce`` for strings; nested objects and arrays
-by their ``properties``/``items``); a key the schema does not know stays a string.
+engine does (``schema.fix_value``, its ``_coerce_value``: ``coerce`` for strings; nested objects
+and arrays by their ``properties``/``items``); a key the schema does not know stays a string.
 
 One O(delta) machine serves both modes (design §6). A ``<|"|>`` value whose parameter can
 only be a string streams as it arrives (holding back only whitespace and a ``}``/``)`` that
@@ -34,14 +34,16 @@ flags, the nesting depth and the parenthesis balance.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from enum import IntEnum, IntFlag
 from typing import Any
 
 from derender.core.decoding.markers import earliest, pending_prefix
-from derender.core.parsers.formats.qwen3_coder import STRING, coerce, schema_mask
+from derender.core.parsers import schema
+from derender.core.parsers.primitives import escape, member, merge, split_space, unread
 from derender.core.parsers.reasoning import ReasoningFormat
-from derender.core.parsers.tools import ToolCallDelta, ToolContext, ToolFormat, ToolState, merge
+from derender.core.parsers.schema import STRING
+from derender.core.parsers.tools import ToolCallDelta, ToolContext, ToolFormat, ToolState
 from derender.core.state.codec import Reader, Writer
 
 TOOL_START, TOOL_END, QUOTE = "<|tool_call>", "<tool_call|>", '<|"|>'
@@ -59,22 +61,57 @@ REASONING = ReasoningFormat(
     prefix_opens=True)
 """vLLM's ``gemma4`` reasoning parser, as data of the reasoning machine."""
 
-CONTENT, PRE, NAME, KEY, GAP, STR, BARE, NEST, SKIP = (
-    "content", "pre", "name", "key", "gap", "str", "bare", "nest", "skip")
-MODES = (CONTENT, PRE, NAME, KEY, GAP, STR, BARE, NEST, SKIP)
+
+
+class Mode(IntEnum):
+    """Where the machine is (its number is the stream-state encoding): content; before
+    ``call:``; in the name; in the body: a key, the gap before a value, a ``<|"|>`` value, a
+    bare value, a nested value; skipping the rest of the call."""
+
+    CONTENT = 0
+    PRE = 1
+    NAME = 2
+    KEY = 3
+    GAP = 4
+    STR = 5
+    BARE = 6
+    NEST = 7
+    SKIP = 8
+
+
+CONTENT, PRE, NAME, KEY, GAP, STR, BARE, NEST, SKIP = Mode
+MODES = tuple(Mode)
 BODY = (KEY, GAP, STR, BARE, NEST, SKIP)
 
-SPOKE, DROP, FIELD, STREAM, INSTR, STOPPED, ARRAY = 1, 2, 4, 8, 16, 32, 64
-"""Flags: content other than whitespace was emitted; a call was read (later content is
-dropped); the open call has a field written; the open value streams as a string; the open
-nested value is inside a ``<|"|>`` string; the body reads no more fields (vLLM's parser
-stops there, or a key is too long); the open nested value is an array."""
+
+class Flag(IntFlag):
+    """The state's flags (their bits are the stream-state encoding)."""
+
+    SPOKE = 1
+    """Content other than whitespace was emitted."""
+    DROP = 2
+    """A call was read (later content is dropped)."""
+    FIELD = 4
+    """The open call has a field written."""
+    STREAM = 8
+    """The open value streams as a string."""
+    INSTR = 16
+    """The open nested value is inside a ``<|"|>`` string."""
+    STOPPED = 32
+    """The body reads no more fields (vLLM's parser stops there, or a key is too long)."""
+    ARRAY = 64
+    """The open nested value is an array."""
+
+
+SPOKE, DROP, FIELD, STREAM, INSTR, STOPPED, ARRAY = (flag.value for flag in Flag)
+"""The flags as plain ints, for the machine's bit arithmetic (``IntFlag`` arithmetic costs
+about 40 times an int's)."""
 KEPT = SPOKE | DROP
 
 
 @dataclass(frozen=True, slots=True)
 class Gemma4State(ToolState):
-    mode: str = CONTENT
+    mode: Mode = CONTENT
     held: str = ""
     """Unread text (what may still become a marker)."""
     acc: str = ""
@@ -118,34 +155,28 @@ class _Run:
         """Content (unless a call was read), its trailing whitespace held back."""
         if self.has(DROP) or not text:
             return
-        combined = self.s.space + text
-        body = combined.rstrip()
-        cut = len(combined) - min(len(combined) - len(body), MAX_SPACE)
-        self.content.append(combined[:cut])
-        self.set(space=combined[cut:])
-        self.flag(SPOKE, self.has(SPOKE) or bool(body))
+        out, space = split_space(self.s.space + text, MAX_SPACE)
+        self.content.append(out)
+        self.set(space=space)
+        self.flag(SPOKE, self.has(SPOKE) or bool(out.strip()))
 
     def open_field(self, key: str) -> None:
-        self.args(("{" if not self.has(FIELD) else ", ") + json.dumps(key, ensure_ascii=False)
-                  + ": ")
+        self.args(member(key, not self.has(FIELD)))
         self.flag(FIELD)
 
     def field(self, key: str, value: Any) -> None:
         self.open_field(key)
-        self.args(json.dumps(_typed(value, self.context.tools, self.s.fn, key),
+        self.args(json.dumps(schema.fix_value(value, schema.tool_properties(
+            self.context.tools, self.s.fn).get(key)),
                              ensure_ascii=False))
 
     def overflow(self) -> None:
         """A held value past ``MAX_VALUE``: streamed as a string from here."""
         self.open_field(self.s.key)
         raw = self.s.acc[len(self.q):] if self.s.mode == STR else self.s.acc
-        self.args('"' + _escape(raw))
+        self.args('"' + escape(raw))
         self.set(acc="")
         self.flag(STREAM)
-
-
-def _escape(text: str) -> str:
-    return json.dumps(text, ensure_ascii=False)[1:-1]
 
 
 def feed(state: Gemma4State, text: str, final: bool, context: ToolContext
@@ -159,9 +190,9 @@ def feed(state: Gemma4State, text: str, final: bool, context: ToolContext
         if mode == CONTENT:
             found = earliest(buffer, (start,))
             if found is None:
-                hold = 0 if final else pending_prefix(buffer, (start,))
-                run.say(buffer[:len(buffer) - hold])
-                run.set(held=buffer[len(buffer) - hold:])
+                now, held = unread(buffer, (start,), final)
+                run.say(now)
+                run.set(held=held)
                 break
             run.say(buffer[:found[0]])
             run.set(mode=PRE, acc="", space="")
@@ -256,7 +287,7 @@ def _body(run: _Run, region: str, i: int) -> int:
         if not rest:
             return len(region)
         if rest.startswith(q):
-            if _param_mask(run) == STRING:
+            if schema.param_types(run.context.tools, run.s.fn, run.s.key) == STRING:
                 run.open_field(run.s.key)
                 run.args('"')
                 run.flag(STREAM)
@@ -317,7 +348,7 @@ def _more(run: _Run, piece: str) -> None:
     visible = _closed(text.rstrip(), run.s.parens)
     if len(text) - len(visible) > MAX_SPACE + 1:
         visible = text
-    run.args(_escape(visible))
+    run.args(escape(visible))
     run.set(acc=text[len(visible):])
 
 
@@ -331,7 +362,7 @@ def _closed(text: str, parens: int) -> str:
 def _end_value(run: _Run, tail: str, closing: str) -> None:
     """The open value ends with ``tail`` (and its ``closing`` quote, if a string)."""
     if run.has(STREAM):
-        run.args(_escape(run.s.acc + tail) + '"')
+        run.args(escape(run.s.acc + tail) + '"')
         run.flag(STREAM, False)
     else:
         raw = run.s.acc + tail + closing
@@ -349,7 +380,7 @@ def _finish(run: _Run) -> None:
     mode = run.s.mode
     if mode in (GAP, STR, BARE, NEST) and not run.has(STOPPED):
         if run.has(STREAM):
-            run.args(_escape(_closed(run.s.acc.rstrip(), run.s.parens)) + '"')
+            run.args(escape(_closed(run.s.acc.rstrip(), run.s.parens)) + '"')
         else:
             raw = _closed(run.s.acc.rstrip(), run.s.parens)
             if mode == GAP:
@@ -457,48 +488,8 @@ def _array(text: str, q: str, partial: bool = False) -> list[Any]:
     return items
 
 
-# schema typing (vLLM's ParserEngine._coerce_value)
-
-def _properties(tools: Sequence[Any], function: str) -> dict[str, Any] | None:
-    for tool in tools:
-        spec = tool.get("function") if isinstance(tool, dict) else None
-        if isinstance(spec, dict) and spec.get("name") == function:
-            parameters = spec.get("parameters")
-            properties = parameters.get("properties") if isinstance(parameters, dict) else None
-            return properties if isinstance(properties, dict) and properties else None
-    return None
-
-
-def _coerce(value: Any, schema: dict[str, Any]) -> Any:
-    if isinstance(value, str):
-        return coerce(value, schema_mask(schema))
-    if isinstance(value, dict):
-        properties = schema.get("properties")
-        if isinstance(properties, dict):
-            return {k: _coerce(v, properties[k]) if isinstance(properties.get(k), dict) else v
-                    for k, v in value.items()}
-        return value
-    if isinstance(value, list):
-        items = schema.get("items")
-        return [_coerce(v, items) for v in value] if isinstance(items, dict) else value
-    return value
-
-
-def _typed(value: Any, tools: Sequence[Any], function: str, key: str) -> Any:
-    properties = _properties(tools, function)
-    schema = None if properties is None else properties.get(key)
-    return _coerce(value, schema) if isinstance(schema, dict) else value
-
-
-def _param_mask(run: _Run) -> int:
-    """STRING when the open value stays the string it is written as."""
-    properties = _properties(run.context.tools, run.s.fn)
-    schema = None if properties is None else properties.get(run.s.key)
-    return schema_mask(schema) if isinstance(schema, dict) else STRING
-
-
 def _encode(state: Gemma4State, w: Writer) -> None:
-    w.uint(MODES.index(state.mode) | state.flags << 4)
+    w.uint(state.mode | state.flags << 4)
     for text in (state.held, state.acc, state.key, state.space, state.fn):
         w.text(text)
     w.uint(state.calls)
@@ -510,7 +501,7 @@ def _decode(r: Reader) -> Gemma4State:
     bits = r.uint()
     held, acc, key, space, fn = r.text(), r.text(), r.text(), r.text(), r.text()
     calls, depth, parens = r.uint(), r.uint(), r.uint()
-    if (bits & 15) >= len(MODES) or bits >> 11 or len(held) > len(TOOL_START) \
+    if (bits & 15) >= len(MODES) or bits >> 4 + len(Flag) or len(held) > len(TOOL_START) \
             or len(acc) > MAX_VALUE + MAX_NAME or len(key) > MAX_NAME + MAX_NAME \
             or len(space) > MAX_SPACE or space.strip() or len(fn) > MAX_NAME:
         raise ValueError("malformed gemma4 state")

@@ -27,7 +27,8 @@ from dataclasses import dataclass, replace
 from enum import IntEnum
 
 from derender.core.decoding.vocab import Vocabulary
-from derender.core.parsers.tools import ParsedDelta, ToolCallDelta, merge
+from derender.core.parsers.primitives import merge
+from derender.core.parsers.tools import ParsedDelta, ToolCallDelta
 from derender.core.state.codec import Reader, Writer
 
 START, MESSAGE, CHANNEL, CONSTRAIN = "<|start|>", "<|message|>", "<|channel|>", "<|constrain|>"

@@ -16,15 +16,15 @@ from dataclasses import dataclass, field
 
 from derender.core.decoding.markers import earliest, pending_prefix
 from derender.core.parsers.json_value import STRING_PATTERN, ValueScan, scan
-from derender.core.parsers.tools import (
-    ToolCallDelta,
-    ToolContext,
-    ToolFormat,
-    ToolState,
+from derender.core.parsers.primitives import (
     leading_text,
     leads_content,
     merge,
+    scan_bits,
+    unpack_scan,
+    unread,
 )
+from derender.core.parsers.tools import ToolCallDelta, ToolContext, ToolFormat, ToolState
 from derender.core.state.codec import Reader, Writer
 
 OPEN, CLOSE = "<tool_call>", "</tool_call>"
@@ -170,7 +170,7 @@ def feed(state: HermesState, text: str, final: bool, forced_name: str | None = N
             marker = close_tag if mode == TAIL else open_tag
             found = earliest(buffer, (marker,))
             if found is None:
-                held = "" if final else buffer[len(buffer) - pending_prefix(buffer, (marker,)):]
+                _, held = unread(buffer, (marker,), final)
                 break
             buffer = buffer[found[0] + len(marker):]
             mode = AFTER if mode == TAIL else HEAD
@@ -216,16 +216,14 @@ def _encode(state: HermesState, w: Writer) -> None:
     w.uint(MODES.index(state.mode) | FORMS.index(state.form) << 4)
     w.text(state.held)
     w.uint(state.calls)
-    w.uint(state.spoke | scan_.started << 1 | scan_.in_string << 2 | scan_.escaped << 3
-           | scan_.scalar << 4)
+    w.uint(state.spoke | scan_bits(scan_))
     w.uint(scan_.depth)
 
 
 def _decode(r: Reader) -> HermesState:
     mode_form, held, calls, bits, depth = r.uint(), r.text(), r.uint(), r.uint(), r.uint()
-    return HermesState(MODES[mode_form & 15], held, calls, bool(bits & 1), ValueScan(
-        started=bool(bits & 2), depth=depth, in_string=bool(bits & 4),
-        escaped=bool(bits & 8), scalar=bool(bits & 16)), FORMS[mode_form >> 4])
+    return HermesState(MODES[mode_form & 15], held, calls, bool(bits & 1),
+                       unpack_scan(bits, depth), FORMS[mode_form >> 4])
 
 
 FORMAT = ToolFormat("hermes", HermesState, HermesState, _feed, _encode, _decode)

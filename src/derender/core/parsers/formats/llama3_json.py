@@ -33,15 +33,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from derender.core.decoding.markers import earliest, pending_prefix
-from derender.core.parsers.json_value import STRING_PATTERN, ValueScan, scan
-from derender.core.parsers.tools import (
-    MAX_LEADING_SPACE,
-    ToolCallDelta,
-    ToolContext,
-    ToolFormat,
-    ToolState,
-    merge,
+from derender.core.parsers.json_value import (
+    JSON_SPACE,
+    SPACE_PATTERN,
+    STRING_PATTERN,
+    ValueScan,
+    could_be_head,
+    scan,
 )
+from derender.core.parsers.primitives import MAX_LEADING_SPACE, merge, scan_bits, unpack_scan
+from derender.core.parsers.tools import ToolCallDelta, ToolContext, ToolFormat, ToolState
 from derender.core.state.codec import Reader, Writer
 
 PYTHON_TAG = "<|python_tag|>"
@@ -52,11 +53,9 @@ object when its keys come in another order); past that its text is not a call.""
 CONTENT, OPENER, OBJECT, ARGS, TAIL, AFTER = "content", "opener", "object", "args", "tail", "after"
 MODES = (CONTENT, OPENER, OBJECT, ARGS, TAIL, AFTER)
 
-_WS = " \t\n\r"
-_W = "[ \t\n\r]*"
+_WS, _W = JSON_SPACE, SPACE_PATTERN
 _HEAD = re.compile(rf'\{{{_W}"name"{_W}:{_W}{STRING_PATTERN}{_W},'
                    rf'{_W}"(?:arguments|parameters)"{_W}:{_W}')
-_KEYS = ('"arguments"', '"parameters"')
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,7 +154,7 @@ def feed(state: Llama3JsonState, text: str, final: bool, context: ToolContext
                 mode, buffer, scanner, bare = ARGS, obj[match.end():], ValueScan(), False
                 lead = 0
                 continue
-            if not final and len(obj) < MAX_HEAD and _could_be_head(obj):
+            if not final and len(obj) < MAX_HEAD and could_be_head(obj):
                 held = buffer
                 break
             if context.forced_name is not None and calls == 0 and not spoke:
@@ -214,34 +213,6 @@ def feed(state: Llama3JsonState, text: str, final: bool, context: ToolContext
             Llama3JsonState(mode, held, calls, spoke, scanner, bare, lead if held else 0))
 
 
-def _could_be_head(text: str) -> bool:
-    """Whether more text could still make ``text`` begin ``{"name": "…", "arguments":``."""
-    pos = 0
-    for part in ("{", '"name"', ":", None, ",", _KEYS, ":"):
-        while pos < len(text) and text[pos] in _WS:
-            pos += 1
-        rest = text[pos:]
-        if not rest:
-            return True
-        if part is None:  # the name: a JSON string
-            match = re.match(STRING_PATTERN, rest)
-            if match is None:
-                return re.fullmatch(r'"(?:[^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{0,4})*'
-                                    r'\\?', rest) is not None
-            pos += match.end()
-            continue
-        options = (part,) if isinstance(part, str) else part
-        for option in options:
-            if rest.startswith(option):
-                pos += len(option)
-                break
-            if option.startswith(rest):
-                return True
-        else:
-            return False
-    return True
-
-
 def _whole_call(region: str) -> tuple[str, str] | None:
     """Name and arguments of a whole object that is a call with its keys in any order."""
     try:
@@ -261,8 +232,7 @@ def _encode(state: Llama3JsonState, w: Writer) -> None:
     w.uint(MODES.index(state.mode) | state.bare << 3)
     w.text(state.held)
     w.uint(state.calls)
-    w.uint(state.spoke | scan_.started << 1 | scan_.in_string << 2 | scan_.escaped << 3
-           | scan_.scalar << 4)
+    w.uint(state.spoke | scan_bits(scan_))
     w.uint(scan_.depth)
     w.uint(state.lead)
 
@@ -272,9 +242,8 @@ def _decode(r: Reader) -> Llama3JsonState:
     lead = r.uint()
     if mode_bare >> 4 or bits >> 5 or lead > len(held):
         raise ValueError("malformed llama3_json state")
-    return Llama3JsonState(MODES[mode_bare & 7], held, calls, bool(bits & 1), ValueScan(
-        started=bool(bits & 2), depth=depth, in_string=bool(bits & 4),
-        escaped=bool(bits & 8), scalar=bool(bits & 16)), bool(mode_bare & 8), lead)
+    return Llama3JsonState(MODES[mode_bare & 7], held, calls, bool(bits & 1),
+                           unpack_scan(bits, depth), bool(mode_bare & 8), lead)
 
 
 FORMAT = ToolFormat("llama3_json", Llama3JsonState, Llama3JsonState, feed, _encode, _decode)

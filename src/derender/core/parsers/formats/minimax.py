@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Mapping
+from enum import IntEnum
 from typing import Any, TypeAlias
 
 from derender.core.parsers.engine import (
@@ -41,10 +42,9 @@ from derender.core.parsers.engine import (
     DsmlArgs,
     EngineConfig,
     _Run,
-    fix_object,
     make_format,
 )
-from derender.core.parsers.formats.qwen3_coder import coerce, schema_mask, schema_types
+from derender.core.parsers.schema import coerce, fix_object, schema_mask, schema_types
 
 THINK_START, THINK_END = "<think>", "</think>"
 M2_TOOL_START, M2_TOOL_END = "<minimax:tool_call>", "</minimax:tool_call>"
@@ -237,14 +237,21 @@ def convert_object(elements: list[tuple[str, _Element]], schema: Mapping[str, An
     return result
 
 
+class M3Sub(IntEnum):
+    """``M3Args``' sub-phases: the parameters are held; past ``MAX_CALL``, skipped."""
+
+    HOLD = 0
+    SKIP = 1
+
+
 class M3Args:
     """M3's parameters: nested elements named after the arguments (``m3_params``), held whole
     until the call ends and emitted at once (vLLM's ``stream_arg_deltas=False``): converted by
-    ``convert_object`` with the tool's properties, then typed by ``engine.fix_object`` (vLLM's
+    ``convert_object`` with the tool's properties, then typed by ``schema.fix_object`` (vLLM's
     ``_fix_arg_types``). A call cut off keeps its complete parameters (the message's rule)."""
 
-    HOLD, SKIP = range(2)
-    subs = 2
+    HOLD, SKIP = M3Sub
+    subs = len(M3Sub)
     max_acc = MAX_CALL
 
     def terminals(self, spell: Callable[[str], str]) -> tuple[str, ...]:

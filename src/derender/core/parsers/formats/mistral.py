@@ -47,20 +47,26 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from enum import IntEnum
 from typing import Any
 
 from derender.core.decoding.markers import earliest, pending_prefix
-from derender.core.parsers.engine import fix_object
-from derender.core.parsers.formats.llama3_json import _could_be_head
-from derender.core.parsers.json_value import STRING_PATTERN, ValueScan, scan
-from derender.core.parsers.tools import (
-    MAX_LEADING_SPACE,
-    ToolCallDelta,
-    ToolContext,
-    ToolFormat,
-    ToolState,
-    merge,
+from derender.core.parsers.json_value import (
+    SPACE_PATTERN,
+    STRING_PATTERN,
+    ValueScan,
+    could_be_head,
+    scan,
 )
+from derender.core.parsers.primitives import (
+    MAX_LEADING_SPACE,
+    merge,
+    scan_bits,
+    unpack_scan,
+    unread,
+)
+from derender.core.parsers.schema import fix_object, tool_index, tool_properties
+from derender.core.parsers.tools import ToolCallDelta, ToolContext, ToolFormat, ToolState
 from derender.core.state.codec import Reader, Writer
 
 TOOL_CALLS, ARGS = "[TOOL_CALLS]", "[ARGS]"
@@ -72,15 +78,36 @@ MAX_TYPED = 1024
 types them without streaming); longer arguments stream as written, untyped."""
 """Whitespace at the end of non-JSON arguments held back to be dropped at their end."""
 
-CONTENT, NAME, ARGS_START, JSON, RAW, AFTER = range(6)
-LIST_START, LIST, OBJECT, LIST_ARGS, TAIL, DONE, STRING_ARGS = range(6, 13)
-"""Modes of the older grammar (tokenizers without ``[ARGS]``): ``[TOOL_CALLS]`` then a JSON
-list of ``{"name": …, "arguments": …}`` objects (or one bare object); ``STRING_ARGS``:
-arguments written as a JSON string, whose value (decoded) is the arguments, as vLLM reads
-them."""
+
+
+class Mode(IntEnum):
+    """Where the machine is (its number is the stream-state encoding). From ``LIST_START``
+    on, the modes of the older grammar (tokenizers without ``[ARGS]``): ``[TOOL_CALLS]`` then
+    a JSON list of ``{"name": …, "arguments": …}`` objects (or one bare object);
+    ``STRING_ARGS``: arguments written as a JSON string, whose value (decoded) is the
+    arguments, as vLLM reads them."""
+
+    CONTENT = 0
+    NAME = 1
+    ARGS_START = 2
+    JSON = 3
+    RAW = 4
+    AFTER = 5
+    LIST_START = 6
+    LIST = 7
+    OBJECT = 8
+    LIST_ARGS = 9
+    TAIL = 10
+    DONE = 11
+    STRING_ARGS = 12
+
+
+(CONTENT, NAME, ARGS_START, JSON, RAW, AFTER, LIST_START, LIST, OBJECT, LIST_ARGS, TAIL, DONE,
+ STRING_ARGS) = Mode
+_MODES = tuple(Mode)
 MAX_HEAD = 512
 """Characters of a listed object read before it must be known as a call."""
-_W = "[ \t\n\r]*"
+_W = SPACE_PATTERN
 _HEAD = re.compile(rf'\{{{_W}"name"{_W}:{_W}{STRING_PATTERN}{_W},{_W}"arguments"{_W}:{_W}')
 
 _ALPHANUMERIC = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
@@ -88,7 +115,7 @@ _ALPHANUMERIC = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 
 @dataclass(frozen=True, slots=True)
 class MistralState(ToolState):
-    mode: int = CONTENT
+    mode: Mode = CONTENT
     held: str = ""
     """Leading whitespace (CONTENT), the name so far (NAME), trailing whitespace (RAW) or a
     marker's beginning, all read again with the next text."""
@@ -201,7 +228,7 @@ def feed(state: MistralState, text: str, final: bool, context: ToolContext
                 start_call(json.loads(f'"{match.group(1)}"'), "")
                 mode, buffer, scanner = LIST_ARGS, buffer[match.end():], ValueScan()
                 continue
-            if not final and len(buffer) < MAX_HEAD and _could_be_head(buffer):
+            if not final and len(buffer) < MAX_HEAD and could_be_head(buffer):
                 held = buffer
                 break
             end, _ = scan(ValueScan(), buffer[:MAX_HEAD])
@@ -302,8 +329,7 @@ def feed(state: MistralState, text: str, final: bool, context: ToolContext
         else:  # AFTER: dropped up to the next call
             found = earliest(buffer, (tc,))
             if found is None:
-                hold = 0 if final else pending_prefix(buffer, (tc,))
-                held = buffer[len(buffer) - hold:] if hold else ""
+                _, held = unread(buffer, (tc,), final)
                 break
             mode, buffer = NAME, buffer[found[0] + len(tc):]
     return ("".join(content), merge(deltas),
@@ -327,8 +353,7 @@ def _encode(state: MistralState, w: Writer) -> None:
     w.uint(state.mode)
     w.text(state.held)
     w.uint(state.calls)
-    w.uint(state.spoke | scan_.started << 1 | scan_.in_string << 2 | scan_.escaped << 3
-           | scan_.scalar << 4 | state.nameless << 5 | state.listed << 6)
+    w.uint(state.spoke | scan_bits(scan_) | state.nameless << 5 | state.listed << 6)
     w.uint(scan_.depth)
     w.uint(state.tool)
     w.text(state.typed)
@@ -337,11 +362,10 @@ def _encode(state: MistralState, w: Writer) -> None:
 def _decode(r: Reader) -> MistralState:
     mode, held, calls, bits, depth = r.uint(), r.text(), r.uint(), r.uint(), r.uint()
     tool, typed = r.uint(), r.text()
-    if mode > STRING_ARGS or bits >> 7:
+    if mode >= len(_MODES) or bits >> 7:
         raise ValueError("malformed mistral state")
-    return MistralState(mode, held, calls, bool(bits & 1), ValueScan(
-        started=bool(bits & 2), depth=depth, in_string=bool(bits & 4), escaped=bool(bits & 8),
-        scalar=bool(bits & 16)), bool(bits & 32), bool(bits & 64), tool, typed)
+    return MistralState(_MODES[mode], held, calls, bool(bits & 1), unpack_scan(bits, depth),
+                        bool(bits & 32), bool(bits & 64), tool, typed)
 
 
 FORMAT = ToolFormat("mistral", MistralState, MistralState, feed, _encode, _decode)
@@ -411,20 +435,13 @@ def _could_escape(tail: str) -> bool:
 def _typed_tool(tools: Any, name: str) -> int:
     """1 + the index of the first tool named ``name`` if its schema has properties, else 0
     (vLLM's ``find_tool_properties``)."""
-    for index, tool in enumerate(tools):
-        spec = tool.get("function") if isinstance(tool, dict) else None
-        if not isinstance(spec, dict) or spec.get("name") != name:
-            continue
-        parameters = spec.get("parameters")
-        properties = parameters.get("properties") if isinstance(parameters, dict) else None
-        return index + 1 if isinstance(properties, dict) and properties else 0
-    return 0
+    return tool_index(tools, name) + 1 if tool_properties(tools, name) else 0
 
 
 def fix_types(arguments: str, tool: Any) -> str:
     """vLLM's ``_fix_arg_types``: the arguments' values typed by the tool's schema (JSON
     written anew when one changed, else the text as it stands), with the parser engine's port
-    of its ``_coerce_dict`` (``engine.fix_object``)."""
+    of its ``_coerce_dict`` (``schema.fix_object``)."""
     try:
         args = json.loads(arguments)
     except ValueError:

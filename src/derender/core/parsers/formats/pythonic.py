@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 
 from derender.core.parsers.formats import hermes
 from derender.core.parsers.formats.hermes import HermesState
+from derender.core.parsers.primitives import MAX_LEADING_SPACE, merge
 from derender.core.parsers.python_literals import (
     KINDS,
     MAX_DEPTH,
@@ -38,14 +39,7 @@ from derender.core.parsers.python_literals import (
     Literals,
     translate,
 )
-from derender.core.parsers.tools import (
-    MAX_LEADING_SPACE,
-    ToolCallDelta,
-    ToolContext,
-    ToolFormat,
-    ToolState,
-    merge,
-)
+from derender.core.parsers.tools import ToolCallDelta, ToolContext, ToolFormat, ToolState
 from derender.core.state.codec import Reader, Writer
 
 MAX_HELD = 512

@@ -14,7 +14,7 @@ vLLM 0.33's reference (``Qwen3EngineToolParser``, the qwen3 grammar of ``vllm/pa
 name runs to its ``>``; its body to ``</function>`` (or the next ``<function=``, or the end of
 the output); each ``<parameter=NAME>VALUE</parameter>`` of the body is a parameter (a value
 also ends at the next ``<parameter=``), one newline at either end of the value trimmed. A
-value is typed by its parameter's schema (``coerce`` below, vLLM's ``coerce_to_schema_type``:
+value is typed by its parameter's schema (``schema.coerce``, vLLM's ``coerce_to_schema_type``:
 null, integer, number, boolean, object/array as JSON, else the string, with JSON as the last
 resort); a parameter the schema does not know stays a string. Text before the first call is
 content (whitespace around it dropped when calls are returned), text after it is dropped.
@@ -39,14 +39,17 @@ calls are ``qwen3_coder``'s unchanged (an alias in the registry).
 from __future__ import annotations
 
 import json
-import math
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any, TypeVar
+from enum import IntEnum, IntFlag
+from typing import TypeVar
 
 from derender.core.decoding.markers import earliest, pending_prefix
-from derender.core.parsers.tools import ToolCallDelta, ToolContext, ToolFormat, ToolState, merge
+from derender.core.parsers import schema
+from derender.core.parsers.primitives import Run, escape, member, merge, split_space, unread
+from derender.core.parsers.schema import STRING, TYPES, coerce
+from derender.core.parsers.tools import ToolCallDelta, ToolContext, ToolFormat, ToolState
 from derender.core.state.codec import Reader, Writer
 
 TOOL_START, TOOL_END = "<tool_call>", "</tool_call>"
@@ -59,30 +62,51 @@ MAX_SPACE = 256
 """Trailing whitespace of content held back (dropped if a call follows); more is content."""
 MAX_TAG = 40
 
-CONTENT, PREAMBLE, NAME, GAP, PNAME, PVALUE, BETWEEN = (
-    "content", "preamble", "name", "gap", "pname", "pvalue", "between")
-MODES = (CONTENT, PREAMBLE, NAME, GAP, PNAME, PVALUE, BETWEEN)
+
+
+class Mode(IntEnum):
+    """Where the machine is (its number is the stream-state encoding): content; after the
+    call tag; in a function's name; in its body between parameters; in a parameter's name;
+    in its value; after a call."""
+
+    CONTENT = 0
+    PREAMBLE = 1
+    NAME = 2
+    GAP = 3
+    PNAME = 4
+    PVALUE = 5
+    BETWEEN = 6
+
+
+CONTENT, PREAMBLE, NAME, GAP, PNAME, PVALUE, BETWEEN = Mode
+MODES = tuple(Mode)
 ARGS = (GAP, PNAME, PVALUE)
 
-SPOKE, GHOST, COMMA, STARTED, NEWLINE, OVERFLOW, DROP = 1, 2, 4, 8, 16, 32, 64
-"""Flags: content other than whitespace was emitted; the open call is not returned (no
-name); a parameter of the open call was emitted; the open value has begun; a newline ending
-the open string value is held; the name being read is too long; a call with a name (if only
-whitespace) was read, so later text is dropped."""
+
+class Flag(IntFlag):
+    """The state's flags (their bits are the stream-state encoding)."""
+
+    SPOKE = 1
+    """Content other than whitespace was emitted."""
+    GHOST = 2
+    """The open call is not returned (no name)."""
+    COMMA = 4
+    """A parameter of the open call was emitted."""
+    STARTED = 8
+    """The open value has begun."""
+    NEWLINE = 16
+    """A newline ending the open string value is held."""
+    OVERFLOW = 32
+    """The name being read is too long."""
+    DROP = 64
+    """A call with a name (if only whitespace) was read, so later text is dropped."""
+
+
+SPOKE, GHOST, COMMA, STARTED, NEWLINE, OVERFLOW, DROP = (flag.value for flag in Flag)
+"""The flags as plain ints, for the machine's bit arithmetic (``IntFlag`` arithmetic costs
+about 40 times an int's)."""
 KEPT = SPOKE | DROP
 """The flags that outlive a call."""
-
-TYPES = ("null", "integer", "number", "boolean", "object", "array", "string")
-"""vLLM's priority order of schema types; a parameter's types are a bit set over these."""
-STRING = 1 << TYPES.index("string")
-_ALIASES = {
-    "str": "string", "text": "string", "varchar": "string", "char": "string", "enum": "string",
-    "int": "integer", "int32": "integer", "int64": "integer", "uint": "integer",
-    "uint32": "integer", "uint64": "integer", "long": "integer", "short": "integer",
-    "unsigned": "integer", "float": "number", "float32": "number", "float64": "number",
-    "double": "number", "bool": "boolean", "dict": "object", "arr": "array", "list": "array",
-    "sequence": "array",
-}
 
 # vLLM's parameter tags allow whitespace inside (\s*); here at most 8 characters of it, so a
 # tag is recognised within MAX_TAG characters whatever the chunking.
@@ -120,7 +144,7 @@ SEED_OSS = Grammar("seed_oss", tool_start="<seed:tool_call>", tool_end="</seed:t
 class XmlCallState(ToolState):
     """The machine's state; each format has its own subclass, so a state says its format."""
 
-    mode: str = CONTENT
+    mode: Mode = CONTENT
     held: str = ""
     """Unread text: what may still become a tag."""
     acc: str = ""
@@ -154,7 +178,7 @@ class SeedOssState(XmlCallState):
 X = TypeVar("X", bound=XmlCallState)
 
 
-class _Run:
+class _Run(Run):
     """A working copy of the state while text is fed."""
 
     def __init__(self, state: XmlCallState, context: ToolContext, trim: bool = True) -> None:
@@ -167,27 +191,18 @@ class _Run:
         self.content: list[str] = []
         self.deltas: list[ToolCallDelta] = []
 
-    def has(self, flag: int) -> bool:
-        return bool(self.flags & flag)
-
-    def set(self, flag: int, on: bool = True) -> None:
-        self.flags = self.flags | flag if on else self.flags & ~flag
-
     def args(self, text: str) -> None:
-        if text and not self.has(GHOST):
-            self.deltas.append(ToolCallDelta(self.calls - 1, None, text))
+        if not self.has(GHOST):
+            self.arguments(text)
 
     # content
     def text(self, piece: str) -> None:
         if self.keep and self.has(DROP):
             return  # after a call, text is dropped
-        combined = self.space + piece
-        body = combined.rstrip()
-        cut = len(combined) - min(len(combined) - len(body), MAX_SPACE)
-        if cut:
-            self.content.append(combined[:cut])
-            self.set(SPOKE, self.has(SPOKE) or bool(body))
-        self.space = combined[cut:]
+        out, self.space = split_space(self.space + piece, MAX_SPACE)
+        if out:
+            self.content.append(out)
+            self.set(SPOKE, self.has(SPOKE) or bool(out.strip()))
 
     def end_content(self) -> None:
         if not (self.keep and self.calls):
@@ -195,17 +210,12 @@ class _Run:
         self.space = ""
 
     # calls
-    def start_call(self, mode: str) -> None:
+    def start_call(self, mode: Mode) -> None:
         self.mode, self.acc, self.fn = mode, "", ""
         self.set(OVERFLOW, False)
 
     def name_piece(self, piece: str) -> None:
-        if self.has(OVERFLOW):
-            return
-        self.acc += piece
-        if len(self.acc) > MAX_NAME:
-            self.acc = ""
-            self.set(OVERFLOW)
+        self.accumulate(piece, MAX_NAME, OVERFLOW)
 
     def open_call(self) -> None:
         """The function's name has been read: the call begins (if it has a name)."""
@@ -219,8 +229,7 @@ class _Run:
         self.set(GHOST, ghost)
         self.set(DROP, self.has(DROP) or drop)
         if not ghost:
-            self.deltas.append(ToolCallDelta(self.calls, name, "{"))
-            self.calls += 1
+            self.new_call(name, "{")
 
     def close_call(self) -> None:
         if self.mode == PVALUE:
@@ -238,11 +247,11 @@ class _Run:
             self.mode = GAP
             return
         name = raw.lstrip()
-        self.types = _param_types(self.context.tools, self.fn, name)
+        self.types = schema.param_types(self.context.tools, self.fn, name)
         self.mode = PVALUE
         self.flags &= KEPT | GHOST | COMMA
-        self.args((", " if self.has(COMMA) else "") + json.dumps(name, ensure_ascii=False)
-                  + (': "' if self.types == STRING else ": "))
+        self.args(member(name, not self.has(COMMA), brace=False)
+                  + ('"' if self.types == STRING else ""))
         self.set(COMMA, not self.has(GHOST))
 
     def value(self, piece: str) -> None:
@@ -255,7 +264,7 @@ class _Run:
             self.types, piece, self.acc = STRING, self.acc, ""  # too long: a string
             self.args('"')
         if not self.trim:
-            self.args(json.dumps(piece, ensure_ascii=False)[1:-1])
+            self.args(escape(piece))
             return
         if not self.has(STARTED):
             self.set(STARTED)
@@ -264,7 +273,7 @@ class _Run:
         self.set(NEWLINE, text.endswith("\n"))
         if text.endswith("\n"):
             text = text[:-1]
-        self.args(json.dumps(text, ensure_ascii=False)[1:-1])
+        self.args(escape(text))
 
     def close_value(self) -> None:
         if self.types == STRING:
@@ -291,9 +300,8 @@ def feed(state: X, text: str, final: bool, context: ToolContext, grammar: Gramma
         if mode == CONTENT:
             found = earliest(buffer, (open_tag, FUNC_PREFIX))
             if found is None:
-                hold = 0 if final else pending_prefix(buffer, (open_tag, FUNC_PREFIX))
-                run.text(buffer[:len(buffer) - hold])
-                held = buffer[len(buffer) - hold:]
+                now, held = unread(buffer, (open_tag, FUNC_PREFIX), final)
+                run.text(now)
                 break
             at, marker = found
             run.text(buffer[:at])
@@ -303,8 +311,7 @@ def feed(state: X, text: str, final: bool, context: ToolContext, grammar: Gramma
             markers = (FUNC_PREFIX, close_tag) + ((open_tag,) if mode == BETWEEN else ())
             found = earliest(buffer, markers)
             if found is None:
-                hold = 0 if final else pending_prefix(buffer, markers)
-                held = buffer[len(buffer) - hold:]
+                _, held = unread(buffer, markers, final)
                 break
             at, marker = found
             buffer = buffer[at + len(marker):]
@@ -490,130 +497,8 @@ def _prefix_of(text: str, seq: tuple[str | int, ...]) -> bool:
     return True
 
 
-# schema types, as vLLM reads them (tool_parsers/utils.py)
-
-def _param_types(tools: Sequence[Any], function: str, param: str) -> int:
-    """The types of a parameter of a function of the request's tools (STRING if unknown)."""
-    for tool in tools:
-        spec = tool.get("function") if isinstance(tool, dict) else None
-        if not isinstance(spec, dict) or spec.get("name") != function:
-            continue
-        parameters = spec.get("parameters")
-        properties = parameters.get("properties") if isinstance(parameters, dict) else None
-        if not isinstance(properties, dict) or not properties:
-            return STRING
-        schema = properties.get(param)
-        if not isinstance(schema, dict):
-            return STRING
-        return schema_mask(schema)
-    return STRING
-
-
-def schema_mask(schema: Any) -> int:
-    """The types of a property's schema as a bit set over TYPES (what ``coerce`` reads)."""
-    mask = 0
-    for name in schema_types(schema):
-        key = name.strip().lower()
-        key = _ALIASES.get(key, key)
-        if key in TYPES:
-            mask |= 1 << TYPES.index(key)
-    return mask
-
-
-def schema_types(schema: Any) -> list[str]:
-    """vLLM's ``extract_types_from_schema``: ``type``, the kinds of ``enum`` values, and the
-    types of ``anyOf``/``oneOf``/``allOf``; ["string"] when none."""
-    if not isinstance(schema, dict):
-        return ["string"]
-    types: set[str] = set()
-    value = schema.get("type")
-    if isinstance(value, str):
-        types.add(value)
-    elif isinstance(value, list):
-        types.update(t for t in value if isinstance(t, str))
-    enum = schema.get("enum")
-    if isinstance(enum, list):
-        for item in enum:
-            if item is None:
-                types.add("null")
-            elif isinstance(item, bool):
-                types.add("boolean")
-            elif isinstance(item, int):
-                types.add("integer")
-            elif isinstance(item, float):
-                types.add("number")
-            elif isinstance(item, str):
-                types.add("string")
-            elif isinstance(item, list):
-                types.add("array")
-            elif isinstance(item, dict):
-                types.add("object")
-    for key in ("anyOf", "oneOf", "allOf"):
-        choices = schema.get(key)
-        if isinstance(choices, list):
-            for choice in choices:
-                types.update(schema_types(choice))
-    return list(types) if types else ["string"]
-
-
-def _finite(value: Any) -> bool:
-    try:
-        json.dumps(value, allow_nan=False)
-    except (ValueError, TypeError):
-        return False
-    return True
-
-
-def coerce(value: str, mask: int) -> Any:
-    """vLLM's ``coerce_to_schema_type``: the first of the types (null, integer, number,
-    boolean, object, array, string) the value reads as; else the value as JSON; else it."""
-    for bit, kind in enumerate(TYPES):
-        if not mask & 1 << bit:
-            continue
-        if kind == "null":
-            if value.lower() == "null":
-                return None
-        elif kind == "string":
-            return value
-        elif kind == "integer":
-            try:
-                return int(value)
-            except ValueError:
-                continue
-        elif kind == "number":
-            try:
-                return int(value)
-            except ValueError:
-                pass
-            try:
-                number = float(value)
-            except ValueError:
-                continue
-            if not math.isfinite(number):
-                continue
-            return number if number != int(number) else int(number)
-        elif kind == "boolean":
-            lower = value.lower().strip()
-            if lower in ("true", "1"):
-                return True
-            if lower in ("false", "0"):
-                return False
-        else:  # object, array
-            try:
-                parsed = json.loads(value)
-            except ValueError:
-                continue
-            if _finite(parsed):
-                return parsed
-    try:
-        parsed = json.loads(value)
-    except ValueError:
-        return value
-    return parsed if _finite(parsed) else value
-
-
 def _encode(state: XmlCallState, w: Writer) -> None:
-    w.uint(MODES.index(state.mode))
+    w.uint(state.mode)
     w.text(state.held)
     w.text(state.acc)
     w.text(state.space)
@@ -627,7 +512,7 @@ def _decoder(kind: type[X]) -> Callable[[Reader], X]:
     def decode(r: Reader) -> X:
         mode, held, acc, space, fn = r.uint(), r.text(), r.text(), r.text(), r.text()
         calls, flags, types = r.uint(), r.uint(), r.uint()
-        if mode >= len(MODES) or flags >> 7 or types >> len(TYPES):
+        if mode >= len(MODES) or flags >> len(Flag) or types >> len(TYPES):
             raise ValueError(f"malformed {kind.__name__}")
         return kind(MODES[mode], held, acc, space, fn, calls, flags, types)
     return decode
