@@ -69,9 +69,9 @@ def test_a_state_issued_before_the_records_decodes_the_same(entry: dict[str, Any
     assert fields.keys() == entry["tools"].keys()
     for key, value in fields.items():
         old = entry["tools"][key]
-        if isinstance(value, enum.Enum) and isinstance(old, str):
-            value = value.name.lower()
-        assert value == old, (key, value, old)
+        now = value.name.lower() if isinstance(value, enum.Enum) and isinstance(old, str) \
+            else value
+        assert now == old, (key, now, old)
     if entry["kind"] == "tools":
         assert parsers.tag_of(entry["name"]) == entry["tag"]
         name = registry.TOOLS_BY_TAG[entry["tag"]].name
