@@ -39,7 +39,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
-from derender.core.decoding.markers import earliest, pending_prefix
+from derender.core.decoding.markers import Finder, earliest, pending_prefix
 from derender.core.decoding.vocab import MARKUP
 from derender.core.parsers.formats.qwen3_coder import coerce, schema_mask
 from derender.core.parsers.tools import (
@@ -472,31 +472,32 @@ def feed(config: EngineConfig, state: S, text: str, final: bool, context: ToolCo
     run = _Run(state, config, context)
     run.table = table
     buffer = state.held + text
+    finder = Finder(buffer)  # read by position: no copies of the rest, each scan done once
+    pos = 0
     held = ""
     while True:
         phase = run.phase
         terminals = table.by_phase[phase]
-        found = earliest(buffer, terminals) if terminals else None
+        found = finder.earliest(terminals, pos) if terminals else None
         if phase == ARGS:
-            region = buffer if found is None else buffer[:found[0]]
-            hold = 0
+            end = len(buffer) if found is None else found[0]
             if found is None and not final:
-                hold = pending_prefix(buffer, terminals)
-                region = buffer[:len(buffer) - hold]
+                end -= pending_prefix(buffer[pos:], terminals)
+            region = buffer[pos:end]
             kept = config.args.read(run, region, found is not None or final)
             if found is None:
-                held = region[len(region) - kept:] + buffer[len(region):] if not final else ""
+                held = region[len(region) - kept:] + buffer[end:] if not final else ""
                 break
         elif found is None:
-            hold = 0 if final else pending_prefix(buffer, terminals)
-            run.text(buffer[:len(buffer) - hold])
+            hold = 0 if final else pending_prefix(buffer[pos:], terminals)
+            run.text(buffer[pos:len(buffer) - hold])
             held = buffer[len(buffer) - hold:]
             break
         else:
-            run.text(buffer[:found[0]])
+            run.text(buffer[pos:found[0]])
         assert found is not None
         at, terminal = found
-        buffer = buffer[at + len(terminal):]
+        pos = at + len(terminal)
         _move(run, table, terminal)
     if final:
         _finish(run)
