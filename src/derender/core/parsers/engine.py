@@ -578,31 +578,42 @@ class DsmlArgs:
         table = run.table
         assert table is not None
         start, close = table.args
+        # read by position (no copies of the rest), each tag's next place looked up once
+        finder, pos = Finder(region), 0
         while True:
             if run.sub == self.GAP:
-                at = region.find(start)
+                at = finder.find(start, pos)
                 if at < 0:
-                    return 0 if ended else pending_prefix(region, (start,))
-                region = region[at + len(start):]
+                    return 0 if ended else pending_prefix(region[pos:], (start,))
+                pos = at + len(start)
                 run.sub, run.acc = self.HEAD, ""
                 self._flush_wrap(run)  # another parameter: no unwrapping (bounds the state)
             elif run.sub == self.HEAD:
-                end = _head_end(run.acc + region) - len(run.acc)
+                # a head longer than MAX_HEAD is none: look no further for its ">"
+                window = region[pos:pos + MAX_HEAD + 1]
+                end = _head_end(run.acc + window) - len(run.acc)
                 if end < 0:
-                    run.acc += region
-                    if len(run.acc) > MAX_HEAD or ended:
-                        region, run.acc, run.sub = run.acc, "", self.GAP  # no parameter
+                    if len(run.acc) + len(region) - pos > MAX_HEAD or ended:
+                        region = run.acc + region[pos:]  # no parameter: scan on in it
+                        finder, pos, run.acc, run.sub = Finder(region), 0, "", self.GAP
                         continue
+                    run.acc += region[pos:]
                     return 0
-                head = run.acc + region[:end + 1]
+                head = run.acc + region[pos:pos + end + 1]
                 match = self._HEAD.fullmatch(head)
                 if match is None or len(head) > MAX_HEAD:  # no parameter: scan on in it
-                    region, run.acc, run.sub = head + region[end + 1:], "", self.GAP
+                    if run.acc:
+                        region = head + region[pos + end + 1:]
+                        finder, pos = Finder(region), 0
+                    run.acc, run.sub = "", self.GAP
                     continue
                 if self.verbatim:
                     key = next((g for g in match.groups() if g is not None), "").strip()
                     if not key:  # no name: no parameter (vLLM skips it)
-                        region, run.acc, run.sub = head + region[end + 1:], "", self.GAP
+                        if run.acc:
+                            region = head + region[pos + end + 1:]
+                            finder, pos = Finder(region), 0
+                        run.acc, run.sub = "", self.GAP
                         continue
                     run.key = key
                     run.set(STRATTR)
@@ -610,23 +621,23 @@ class DsmlArgs:
                     run.key = match.group(1)
                     run.set(STRATTR, match.re.groups >= 2 and match.group(2) == "true")
                 run.acc, run.sub = "", self.VALUE
-                region = region[end + 1:]
+                pos += end + 1
             else:  # VALUE, LONG
-                found = _value_end(region, start, close, self.lookahead)
-                piece = region if found is None else region[:found[0]]
+                found = _value_end(finder, pos, start, close, self.lookahead)
+                stop = len(region) if found is None else found[0]
                 hold = 0
                 if found is None and not ended:
-                    hold = _value_pending(piece, start, close, self.lookahead)
-                    piece = piece[:len(piece) - hold]
-                self._value(run, piece)
+                    hold = _value_pending(region[pos:], start, close, self.lookahead)
+                    stop -= hold
+                self._value(run, region[pos:stop])
                 if found is None:
                     return hold
                 at, closed = found
                 self._complete(run)
                 if closed:
-                    region, run.sub = region[at + len(close):], self.GAP
+                    pos, run.sub = at + len(close), self.GAP
                 else:  # ended by the next parameter's tag
-                    region, run.sub = region[at + len(start):], self.HEAD
+                    pos, run.sub = at + len(start), self.HEAD
                     self._flush_wrap(run)
                 run.acc = ""
 
@@ -715,20 +726,23 @@ def _head_end(text: str) -> int:
 
 
 _NEXT_PARAM = re.compile(r"\s{1,8}name=")
+_SPACE = re.compile(r"\s*")
+"""Whitespace (``str.isspace``, as ``lstrip`` reads it: both are Unicode's)."""
 _LOOKAHEAD = 8 + len("name=")
 
 
-def _value_end(text: str, start: str, close: str, lookahead: bool = True
+def _value_end(finder: Finder, pos: int, start: str, close: str, lookahead: bool = True
                ) -> tuple[int, bool] | None:
-    """The end of a DSML value: (position, True) of ``close``, or (position, False) of the
-    next parameter's ``start`` followed by whitespace (at most 8) and ``name=`` (without
-    ``lookahead``: ``start`` alone)."""
-    found = text.find(close)
-    at = text.find(start)
+    """The end of a DSML value from ``pos``: (position, True) of ``close``, or (position,
+    False) of the next parameter's ``start`` followed by whitespace (at most 8) and ``name=``
+    (without ``lookahead``: ``start`` alone)."""
+    text = finder.text
+    found = finder.find(close, pos)
+    at = finder.find(start, pos)
     while at >= 0 and (found < 0 or at < found):
         if not lookahead or _NEXT_PARAM.match(text, at + len(start)):
             return at, False
-        at = text.find(start, at + 1)
+        at = finder.find(start, at + 1)
     return (found, True) if found >= 0 else None
 
 
@@ -768,52 +782,56 @@ class GlmArgs:
         table = run.table
         assert table is not None
         key_open, key_close, value_open, value_close = table.args
+        # read by position (no copies of the rest), each tag's next place looked up once
+        finder, pos = Finder(region), 0
         while True:
             sub = run.sub
             if sub == self.GAP:
-                at = region.find(key_open)
+                at = finder.find(key_open, pos)
                 if at < 0:
-                    return 0 if ended else pending_prefix(region, (key_open,))
-                region = region[at + len(key_open):]
+                    return 0 if ended else pending_prefix(region[pos:], (key_open,))
+                pos = at + len(key_open)
                 run.sub, run.acc = self.KEY, ""
                 run.set(OVERFLOW, False)
             elif sub == self.KEY:
-                at = region.find(key_close)
-                piece = region if at < 0 else region[:at]
+                at = finder.find(key_close, pos)
+                piece = region[pos:] if at < 0 else region[pos:at]
                 hold = 0 if at >= 0 or ended else pending_prefix(piece, (key_close,))
                 self._key_text(run, piece[:len(piece) - hold])
                 if at < 0:
                     return hold
-                region = region[at + len(key_close):]
+                pos = at + len(key_close)
                 run.key, run.acc, run.sub = run.acc, "", self.AFTER_KEY
             elif sub == self.AFTER_KEY:
-                body = region.lstrip()
-                space = region[:len(region) - len(body)]
-                if body.startswith(value_open):
+                blank = _SPACE.match(region, pos).end()  # type: ignore[union-attr]
+                space = region[pos:blank]
+                if region.startswith(value_open, blank):
                     run.acc, run.sub = "", self.VALUE
-                    region = body[len(value_open):]
+                    pos = blank + len(value_open)
                     continue
-                if not body or (not ended and value_open.startswith(body)):
+                body = region[blank:blank + len(value_open)]
+                if blank == len(region) or (not ended and value_open.startswith(body)
+                                            and blank + len(body) == len(region)):
                     run.acc += space
                     if len(run.acc) > MAX_NAME:
                         run.set(OVERFLOW)
                         run.acc = ""
-                    return len(body)
+                    return len(region) - blank
                 # not a value: the key runs on through its closing tag
                 run.acc, run.key, run.sub = run.key + key_close + run.acc + space, "", self.KEY
                 if len(run.acc) > MAX_NAME:
                     run.acc = ""
                     run.set(OVERFLOW)
-                region = body
+                pos = blank
             else:  # VALUE, LONG
-                at = region.find(value_close)
-                piece = region if at < 0 else region[:at]
+                at = finder.find(value_close, pos)
+                piece = region[pos:] if at < 0 else region[pos:at]
                 hold = 0 if at >= 0 or ended else pending_prefix(piece, (value_close,))
                 self._value(run, piece[:len(piece) - hold])
                 if at < 0:
                     return hold
                 self._complete(run)
-                region = region[at + len(value_close):]
+                pos = at + len(value_close)
                 run.sub = self.GAP
 
     @staticmethod
