@@ -49,7 +49,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from derender.core.decoding.markers import earliest, pending_prefix
+from derender.core.decoding.markers import Finder, pending_prefix
 from derender.core.parsers.engine import fix_object
 from derender.core.parsers.formats.llama3_json import _could_be_head
 from derender.core.parsers.json_value import STRING_PATTERN, ValueScan, scan
@@ -117,6 +117,15 @@ def feed(state: MistralState, text: str, final: bool, context: ToolContext
     older = args == ARGS and tc != TOOL_CALLS  # the vocabulary has [TOOL_CALLS], not [ARGS]
     forced = context.required or context.forced_name is not None
     buffer = state.held + text
+    # every step goes on with an end (a suffix) of the text: markers are looked up in the
+    # whole text, each one's next place once, not in every rest again (quadratic, issue 22)
+    finder = Finder(buffer)
+
+    def find(markers: tuple[str, ...]) -> tuple[int, str] | None:
+        offset = len(finder.text) - len(buffer)
+        found = finder.earliest(markers, offset)
+        return None if found is None else (found[0] - offset, found[1])
+
     mode, calls, spoke, scanner = state.mode, state.calls, state.spoke, state.scan
     nameless, listed = state.nameless, state.listed
     tool, typed = state.tool, state.typed
@@ -156,7 +165,7 @@ def feed(state: MistralState, text: str, final: bool, context: ToolContext
             deltas.append(ToolCallDelta(calls - 1, None, arguments))
     while True:
         if mode == CONTENT:
-            found = earliest(buffer, (tc,))
+            found = find((tc,))
             if older and forced and not spoke and calls == 0 and buffer.lstrip()[:1] in ("[", "{"):
                 mode, buffer = LIST_START, buffer.lstrip()  # the JSON-schema output, unmarked
                 continue
@@ -241,7 +250,7 @@ def feed(state: MistralState, text: str, final: bool, context: ToolContext
         elif mode == DONE:  # after the calls' JSON everything is dropped
             break
         elif mode == NAME:
-            found = earliest(buffer, (tc, args, "{"))
+            found = find((tc, args, "{"))
             if found is None:
                 if not final and len(buffer) <= MAX_NAME:
                     held = buffer
@@ -270,7 +279,8 @@ def feed(state: MistralState, text: str, final: bool, context: ToolContext
             else:
                 mode, buffer, scanner = (JSON if rest[0] in "{[" else RAW), rest, ValueScan()
         elif mode in (JSON, RAW):
-            at = buffer.find(tc)
+            tc_at = find((tc,))
+            at = -1 if tc_at is None else tc_at[0]
             region = buffer if at < 0 else buffer[:at]
             hold = 0 if final or at >= 0 else pending_prefix(region, (tc,))
             region = region[:len(region) - hold]
@@ -300,7 +310,7 @@ def feed(state: MistralState, text: str, final: bool, context: ToolContext
             held = buffer[len(buffer) - hold:] if hold else ""
             break
         else:  # AFTER: dropped up to the next call
-            found = earliest(buffer, (tc,))
+            found = find((tc,))
             if found is None:
                 hold = 0 if final else pending_prefix(buffer, (tc,))
                 held = buffer[len(buffer) - hold:] if hold else ""
