@@ -151,7 +151,7 @@ def test_utf8_size_and_prefix(text: str) -> None:
     """``utf8_size`` is the bytes the state writes (lone surrogates 3 bytes each), and
     ``utf8_prefix`` the longest start within a byte limit."""
     assert utf8_size(text) == len(text.encode("utf-8", "surrogatepass"))
-    for limit in range(0, utf8_size(text) + 2):
+    for limit in range(utf8_size(text) + 2):
         cut = utf8_prefix(text, limit)
         assert text.startswith(cut)
         assert utf8_size(cut) <= limit

@@ -39,7 +39,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
-from derender.core.decoding.markers import Finder, earliest, pending_prefix
+from derender.core.decoding.markers import Finder, pending_prefix
 from derender.core.decoding.vocab import MARKUP
 from derender.core.parsers.formats.qwen3_coder import coerce, schema_mask
 from derender.core.parsers.tools import (

@@ -47,7 +47,7 @@ from derender.core.parsers.engine import (
     make_format,
 )
 from derender.core.parsers.formats.qwen3_coder import coerce, schema_mask, schema_types
-from derender.core.state.codec import utf8_size, utf8_prefix
+from derender.core.state.codec import utf8_prefix, utf8_size
 
 THINK_START, THINK_END = "<think>", "</think>"
 M2_TOOL_START, M2_TOOL_END = "<minimax:tool_call>", "</minimax:tool_call>"
