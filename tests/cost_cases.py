@@ -78,6 +78,31 @@ TEMPLATES: dict[str, str] = {
 }
 """One complete call per tool format, as the model writes it."""
 
+DSML_HEAD = '<｜DSML｜tool_calls>\n<｜DSML｜invoke name="f">\n'
+PARAMETERS: dict[str, tuple[str, str, str]] = {
+    "hermes": ('<tool_call>{"name": "f", "arguments": {', '"a": "x", ', '"a": ['),
+    "qwen3_coder": ("<tool_call>\n<function=f>\n", "<parameter=a>\nx\n</parameter>\n",
+                    "<parameter=a>\nx\n"),
+    "seed_oss": ("<seed:tool_call>\n<function=f>\n", "<parameter=a>\nx\n</parameter>\n",
+                 "<parameter=a>\nx\n"),
+    "deepseek_v4": (DSML_HEAD, '<｜DSML｜parameter name="a" string="true">x</｜DSML｜parameter>',
+                    '<｜DSML｜parameter name="a" string="true">x'),
+    "glm47": ("<tool_call>f", "<arg_key>a</arg_key><arg_value>x</arg_value>",
+              "<arg_key>a</arg_key><arg_value>x"),
+    "minimax_m2": ('<minimax:tool_call>\n<invoke name="f">\n',
+                   '<parameter name="a">x</parameter>\n', '<parameter name="a">x\n'),
+    "minimax_m3": (f'{M3}<tool_call>{M3}<invoke name="f">', f"{M3}<a>x{M3}</a>", f"{M3}<a>x"),
+    "gemma4": ("<|tool_call>call:f{", 'a:<|"|>x<|"|>,', 'a:<|"|>x,'),
+}
+"""One call of many parameters: its head, a complete parameter, a parameter never closed
+(issue 22: thousands of ``<parameter=`` without ``</parameter>`` were quadratic)."""
+PARAMETERS["mimo"] = PARAMETERS["qwen3_coder"]
+PARAMETERS["deepseek_v32"] = (DSML_HEAD.replace("tool_calls", "function_calls"),
+                              *PARAMETERS["deepseek_v4"][1:])
+PARAMETERS["deepseek_v41"] = tuple(  # type: ignore[assignment]
+    part.replace("｜DSML｜", "｜DSML｜ ") for part in PARAMETERS["deepseek_v4"])
+PARAMETERS["glm45"] = PARAMETERS["glm47"]
+
 THINK = "<think>reasoning VALUE</think>\n\n"
 REASONING_TEMPLATES: dict[str, str] = {
     "qwen3": THINK + "<|im_start|><|im_end|>", "deepseek_r1": THINK, "deepseek_v3": THINK,
@@ -178,6 +203,10 @@ def cases(reasoning_parser: str | None, tool_parser: str | None) -> list[Case]:
            Case("long-value-4byte", lambda n: _fill(base, value="\U0001F600" * n)),
            Case("nesting", lambda n: _fill(base, value='{"a": [' * (n // 7))),
            Case("brackets", lambda n: _fill(base, value="[" * n))]
+    if tool_parser in PARAMETERS:
+        head, closed, unclosed = PARAMETERS[tool_parser]
+        out.append(Case("parameters", lambda n: head + _repeat(closed, n)))
+        out.append(Case("unclosed-parameters", lambda n: head + _repeat(unclosed, n)))
     markers = sorted({m.group() for m in _MARKUP.finditer(call)})
     cuts = sorted({m.end() for m in _MARKUP.finditer(call)}
                   | {m.start() + len(m.group()) // 2 for m in _MARKUP.finditer(call)})

@@ -62,3 +62,10 @@ class Finder:
             if at >= 0 and (best is None or at < best[0]):
                 best = (at, marker)
         return best
+
+    def earliest_in(self, rest: str, markers: Sequence[str]) -> tuple[int, str] | None:
+        """``earliest(rest, markers)`` for ``rest`` an end of the text (a machine that goes
+        on with ``buffer[k:]``): looked up in the whole text, positions in ``rest``."""
+        offset = len(self.text) - len(rest)
+        found = self.earliest(markers, offset)
+        return None if found is None else (found[0] - offset, found[1])

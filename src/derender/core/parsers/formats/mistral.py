@@ -117,14 +117,9 @@ def feed(state: MistralState, text: str, final: bool, context: ToolContext
     older = args == ARGS and tc != TOOL_CALLS  # the vocabulary has [TOOL_CALLS], not [ARGS]
     forced = context.required or context.forced_name is not None
     buffer = state.held + text
-    # every step goes on with an end (a suffix) of the text: markers are looked up in the
-    # whole text, each one's next place once, not in every rest again (quadratic, issue 22)
+    # every step goes on with an end of the text: markers are looked up in the whole text,
+    # each one's next place once, not in every rest again (quadratic, issue 22)
     finder = Finder(buffer)
-
-    def find(markers: tuple[str, ...]) -> tuple[int, str] | None:
-        offset = len(finder.text) - len(buffer)
-        found = finder.earliest(markers, offset)
-        return None if found is None else (found[0] - offset, found[1])
 
     mode, calls, spoke, scanner = state.mode, state.calls, state.spoke, state.scan
     nameless, listed = state.nameless, state.listed
@@ -165,7 +160,7 @@ def feed(state: MistralState, text: str, final: bool, context: ToolContext
             deltas.append(ToolCallDelta(calls - 1, None, arguments))
     while True:
         if mode == CONTENT:
-            found = find((tc,))
+            found = finder.earliest_in(buffer, (tc,))
             if older and forced and not spoke and calls == 0 and buffer.lstrip()[:1] in ("[", "{"):
                 mode, buffer = LIST_START, buffer.lstrip()  # the JSON-schema output, unmarked
                 continue
@@ -250,7 +245,7 @@ def feed(state: MistralState, text: str, final: bool, context: ToolContext
         elif mode == DONE:  # after the calls' JSON everything is dropped
             break
         elif mode == NAME:
-            found = find((tc, args, "{"))
+            found = finder.earliest_in(buffer, (tc, args, "{"))
             if found is None:
                 if not final and len(buffer) <= MAX_NAME:
                     held = buffer
@@ -279,7 +274,7 @@ def feed(state: MistralState, text: str, final: bool, context: ToolContext
             else:
                 mode, buffer, scanner = (JSON if rest[0] in "{[" else RAW), rest, ValueScan()
         elif mode in (JSON, RAW):
-            tc_at = find((tc,))
+            tc_at = finder.earliest_in(buffer, (tc,))
             at = -1 if tc_at is None else tc_at[0]
             region = buffer if at < 0 else buffer[:at]
             hold = 0 if final or at >= 0 else pending_prefix(region, (tc,))
@@ -310,7 +305,7 @@ def feed(state: MistralState, text: str, final: bool, context: ToolContext
             held = buffer[len(buffer) - hold:] if hold else ""
             break
         else:  # AFTER: dropped up to the next call
-            found = find((tc,))
+            found = finder.earliest_in(buffer, (tc,))
             if found is None:
                 hold = 0 if final else pending_prefix(buffer, (tc,))
                 held = buffer[len(buffer) - hold:] if hold else ""
