@@ -79,8 +79,8 @@ class Settings:
     max_state_chars: int = 12288
     """Largest ``stream_state`` token accepted (checked before decoding). Must hold every
     state the service issues: with every holdback at its bound in 4-byte characters (a
-    511-character stop-string prefix and a 1,024-character hermes call head) a state is
-    8,208 characters (``tests/test_state_token.py``)."""
+    511-character stop-string prefix and any parser's holdbacks at once) a state is at most
+    9,611 characters (gemma4; ``tests/test_state_bounds.py`` for every parser)."""
     max_stop_strings: int = 4
     """Most stop strings in the embedded request's ``stop`` (vLLM's ``VLLM_MAX_STOP_STRINGS``);
     must be at least what the render step accepts."""
