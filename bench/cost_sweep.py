@@ -38,11 +38,11 @@ from tokenizers import Tokenizer
 
 sys.path.insert(0, str(REPO))
 
-from derender.contract.requests import DerenderChatRequest  # noqa: E402
-from derender.core.chat import derender_chat  # noqa: E402
-from derender.core.registry import ServedModel, load_vocabulary, read_model_info  # noqa: E402
-from derender.settings import Settings  # noqa: E402
-from tests import cost_cases  # noqa: E402
+from derender.contract.requests import DerenderChatRequest
+from derender.core.chat import derender_chat
+from derender.core.registry import ServedModel, load_vocabulary, read_model_info
+from derender.settings import Settings
+from tests import cost_cases
 
 QWEN3 = REPO / "layers" / "tokenizers" / "qwen3"
 TOOLS = [{"type": "function", "function": {"name": "get_weather", "parameters": {
