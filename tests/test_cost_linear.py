@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import pytest
 
+from derender.core import parsers
 from tests import cost_cases
 from tests.cost_cases import PAIRS, pairing_name
 
@@ -52,3 +53,13 @@ def test_cost_per_character_is_flat(reasoning_parser: str | None, tool_parser: s
                 failures.append(f"{label}: x{ratios[0]:.2f} at 4x, x{ratios[1]:.2f} at 16x")
     print(f"{pairing_name(reasoning_parser, tool_parser)}: worst x{worst[0]:.2f} ({worst[1]})")
     assert not failures, failures
+
+
+def test_every_parser_is_swept() -> None:
+    """A format added to the registry (the breadth issues) must have a template here, so it
+    is swept too (Harmony, read from token ids, is not: its held header is bounded in bytes)."""
+    assert set(parsers.TOOL_FORMATS) <= set(cost_cases.TEMPLATES)
+    assert set(parsers.REASONING_FORMATS) | set(parsers.ENGINE_REASONING) <= set(
+        cost_cases.REASONING_TEMPLATES)
+    swept = {name for pair in PAIRS for name in pair}
+    assert set(parsers.TOOL_FORMATS) | set(parsers.REASONING_FORMATS) <= swept
