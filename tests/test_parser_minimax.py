@@ -533,8 +533,8 @@ def test_m3_markers_are_single_tokens() -> None:
 
 
 def test_m3_held_call_is_bounded() -> None:
-    """A call's parameter text is held until </invoke>, at most MAX_CALL characters: past it
-    the arguments are the parameters complete within the first MAX_CALL characters and the
+    """A call's parameter text is held until </invoke>, at most MAX_CALL bytes of UTF-8: past
+    it the arguments are the parameters complete within the first MAX_CALL bytes and the
     rest of the call is skipped (README compatibility)."""
     long = m3_invoke("get_weather", el("city", "Paris"), el("unit", "x" * minimax.MAX_CALL),
                      el("city", "Rome"))
@@ -542,6 +542,12 @@ def test_m3_held_call_is_bounded() -> None:
     fits = m3_invoke("get_weather", el("city", "Paris"), el("unit", "x" * 4000))
     assert m3(M3_THINK + m3_block(fits))[2] == [
         ("get_weather", {"city": "Paris", "unit": "x" * 4000})]
+    # bytes, not characters (issue 22): 1,300 CJK characters (3,900 bytes) fit, 1,400 do not
+    cjk = m3_invoke("get_weather", el("city", "Paris"), el("unit", "\u4e2d" * 1300))
+    assert m3(M3_THINK + m3_block(cjk))[2] == [
+        ("get_weather", {"city": "Paris", "unit": "\u4e2d" * 1300})]
+    cjk = m3_invoke("get_weather", el("city", "Paris"), el("unit", "\u4e2d" * 1400))
+    assert m3(M3_THINK + m3_block(cjk))[2] == [("get_weather", {"city": "Paris"})]
 
 
 def test_m3_states_round_trip_and_stay_bounded_over_a_long_stream() -> None:

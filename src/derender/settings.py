@@ -15,6 +15,7 @@ MODELS_DIR = "DERENDER_MODELS_DIR"
 DEFAULT_MODEL = "DERENDER_DEFAULT_MODEL"
 MAX_N_SEQUENCES = "DERENDER_MAX_N_SEQUENCES"
 MAX_BODY_BYTES = "DERENDER_MAX_BODY_BYTES"
+MAX_CALL_TOKENS = "DERENDER_MAX_CALL_TOKENS"
 SIGNING_KEYS = "DERENDER_SIGNING_KEYS"
 SIGNING_KEYS_SSM_PARAMETER = "DERENDER_SIGNING_KEYS_SSM_PARAMETER"
 SIGNING_KEYS_SECRET = "DERENDER_SIGNING_KEYS_SECRET"
@@ -52,6 +53,12 @@ class Settings:
     ``VLLM_MAX_N_SEQUENCES``)."""
     max_body_bytes: int = 32 * 1024 * 1024
     """Largest request body accepted; larger ones get 413 before parsing."""
+    max_call_tokens: int = 262144
+    """Most work one call may ask for, in output ids plus logprob positions and candidates
+    (prompt logprobs too) over all its choices and chunks (``bounds.call_work``); more is a
+    400 before anything is decoded. A unit costs at most ~13 µs (a logprob candidate, the
+    dearest; ``bench/cost_sweep.py``), so the default call stays well under the Lambda
+    function's 10 s timeout at its default 1,769 MB."""
     signing_keys: str | None = field(default=None, repr=False)
     """Stream-state key ring, ``id:secret[,id:secret...]``; the first entry signs."""
     signing_keys_ssm_parameter: str | None = None
@@ -72,8 +79,8 @@ class Settings:
     max_state_chars: int = 12288
     """Largest ``stream_state`` token accepted (checked before decoding). Must hold every
     state the service issues: with every holdback at its bound in 4-byte characters (a
-    511-character stop-string prefix and a 1,024-character hermes call head) a state is
-    8,208 characters (``tests/test_state_token.py``)."""
+    511-character stop-string prefix and any parser's holdbacks at once) a state is at most
+    9,611 characters (gemma4; ``tests/test_state_bounds.py`` for every parser)."""
     max_stop_strings: int = 4
     """Most stop strings in the embedded request's ``stop`` (vLLM's ``VLLM_MAX_STOP_STRINGS``);
     must be at least what the render step accepts."""
@@ -112,6 +119,7 @@ class Settings:
             default_model=env.get(DEFAULT_MODEL) or None,
             max_n_sequences=_int(env, MAX_N_SEQUENCES, cls.max_n_sequences),
             max_body_bytes=_int(env, MAX_BODY_BYTES, cls.max_body_bytes),
+            max_call_tokens=_int(env, MAX_CALL_TOKENS, cls.max_call_tokens),
             signing_keys=env.get(SIGNING_KEYS) or None,
             signing_keys_ssm_parameter=env.get(SIGNING_KEYS_SSM_PARAMETER) or None,
             signing_keys_secret=env.get(SIGNING_KEYS_SECRET) or None,

@@ -33,7 +33,7 @@ from derender.contract.requests import (
     DerenderChatStreamBatchRequest,
     DerenderCompletionStreamBatchRequest,
 )
-from derender.core.bounds import RequestLimits, check_request_limits
+from derender.core.bounds import RequestLimits, check_call_budget, check_request_limits
 from derender.core.chat import derender_chat, derender_chat_stream
 from derender.core.completions import derender_completion, derender_completion_stream
 from derender.core.errors import DerenderError
@@ -179,6 +179,7 @@ def create_app(settings: Settings | None = None, registry: ModelRegistry | None 
             model = registry.get(body.model)
             check_request_limits(getattr(body, "chat_request", None)
                                  or getattr(body, "completion_request", None), limits)
+            check_call_budget(body, settings.max_call_tokens)
             if not body.stream:
                 return json_response(run(body, model))
             keys = ring()

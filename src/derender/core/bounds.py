@@ -1,6 +1,7 @@
 """Limits checked before any decoding, with vLLM's messages, plus our token-range check.
 
-Every bound the service enforces is here (README, Limits) except the body size (413, read
+Every bound the service enforces is here (README, Limits), the per-call work budget
+(``check_call_budget``) included, except the body size (413, read
 by the app before parsing), the ``stream_state`` size (``state_token.verify``) and the
 schema's own (``MAX_BATCH_CHUNKS``). A message names the limit and, when it is configurable,
 its variable.
@@ -22,6 +23,7 @@ from derender.contract.requests import (
 from derender.core.errors import BadRequestError
 from derender.core.registry import ModelInfo
 from derender.settings import (
+    MAX_CALL_TOKENS,
     MAX_N_SEQUENCES,
     MAX_STOP_STRING_CHARS,
     MAX_STOP_STRINGS,
@@ -176,3 +178,40 @@ def check_logprob_range(logprobs: GenerateLogProbs | None, vocab_size: int, wher
     if min(ids) < 0:  # vLLM's own words for it (its tokenizer binding's message)
         raise BadRequestError("number too small to fit in target type")
     check_token_range(ids, vocab_size, f"{where} logprobs")
+
+
+def call_work(body: object) -> int:
+    """The work a call asks for, in units the size of its engine payload tells before any of
+    it is decoded: every output id, every logprob position and candidate, every prompt
+    logprob candidate, over all its responses, choices and chunks. Decoding, parsing and
+    logprobs cost a bounded time per unit (the parsers are linear in their text: issue 22,
+    ``tests/test_cost_linear.py``), so the units bound the call's time."""
+    responses: list[GenerateTokensResponse | GenerateTokensStreamResponse] = []
+    for name in ("generate_response", "generate_chunk"):
+        one = getattr(body, name, None)
+        if one is not None:
+            responses.append(one)
+    for name in ("generate_responses", "generate_chunks"):
+        responses.extend(getattr(body, name, None) or ())
+    units = 0
+    for response in responses:
+        for choice in response.choices:
+            units += len(choice.token_ids or ())
+            logprobs = choice.logprobs
+            if logprobs is not None and logprobs.content:
+                units += sum(1 + len(entry.top_logprobs) for entry in logprobs.content)
+        prompt_logprobs = getattr(response, "prompt_logprobs", None)
+        if prompt_logprobs:
+            units += sum(len(entry) for entry in prompt_logprobs if entry)
+    return units
+
+
+def check_call_budget(body: object, max_call_tokens: int) -> None:
+    """Refuse a call whose work (``call_work``) passes the per-call budget, before any of it
+    is done (README Limits: ``DERENDER_MAX_CALL_TOKENS``)."""
+    units = call_work(body)
+    if units > max_call_tokens:
+        raise BadRequestError(
+            f"the call carries {units} output ids and logprob candidates, more than the "
+            f"{max_call_tokens} one call may derender. Set {MAX_CALL_TOKENS} to increase this "
+            "limit, or send the output in smaller calls.")

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from enum import IntEnum, IntFlag
 from typing import Any, Protocol, TypeVar
 
-from derender.core.decoding.markers import earliest, pending_prefix
+from derender.core.decoding.markers import Finder, pending_prefix
 from derender.core.parsers.primitives import (
     MAX_LEADING_SPACE,
     Run,
@@ -463,30 +463,31 @@ def feed(config: EngineConfig, state: S, text: str, final: bool, context: ToolCo
     run = _Run(state, config, context)
     run.table = table
     buffer = state.held + text
+    finder = Finder(buffer)  # read by position: no copies of the rest, each scan done once
+    pos = 0
     held = ""
     while True:
         phase = run.phase
         terminals = table.by_phase[phase]
-        found = earliest(buffer, terminals) if terminals else None
+        found = finder.earliest(terminals, pos) if terminals else None
         if phase == ARGS:
-            region = buffer if found is None else buffer[:found[0]]
-            hold = 0
+            end = len(buffer) if found is None else found[0]
             if found is None and not final:
-                hold = pending_prefix(buffer, terminals)
-                region = buffer[:len(buffer) - hold]
+                end -= pending_prefix(buffer[pos:], terminals)
+            region = buffer[pos:end]
             kept = config.args.read(run, region, found is not None or final)
             if found is None:
-                held = region[len(region) - kept:] + buffer[len(region):] if not final else ""
+                held = region[len(region) - kept:] + buffer[end:] if not final else ""
                 break
         elif found is None:
-            now, held = unread(buffer, terminals, final)
+            now, held = unread(buffer[pos:], terminals, final)
             run.text(now)
             break
         else:
-            run.text(buffer[:found[0]])
+            run.text(buffer[pos:found[0]])
         assert found is not None
         at, terminal = found
-        buffer = buffer[at + len(terminal):]
+        pos = at + len(terminal)
         _move(run, table, terminal)
     if final:
         _finish(run)
@@ -588,31 +589,42 @@ class DsmlArgs:
         table = run.table
         assert table is not None
         start, close = table.args
+        # read by position (no copies of the rest), each tag's next place looked up once
+        finder, pos = Finder(region), 0
         while True:
             if run.sub == self.GAP:
-                at = region.find(start)
+                at = finder.find(start, pos)
                 if at < 0:
-                    return 0 if ended else pending_prefix(region, (start,))
-                region = region[at + len(start):]
+                    return 0 if ended else pending_prefix(region[pos:], (start,))
+                pos = at + len(start)
                 run.sub, run.acc = self.HEAD, ""
                 self._flush_wrap(run)  # another parameter: no unwrapping (bounds the state)
             elif run.sub == self.HEAD:
-                end = _head_end(run.acc + region) - len(run.acc)
+                # a head longer than MAX_HEAD is none: look no further for its ">"
+                window = region[pos:pos + MAX_HEAD + 1]
+                end = _head_end(run.acc + window) - len(run.acc)
                 if end < 0:
-                    run.acc += region
-                    if len(run.acc) > MAX_HEAD or ended:
-                        region, run.acc, run.sub = run.acc, "", self.GAP  # no parameter
+                    if len(run.acc) + len(region) - pos > MAX_HEAD or ended:
+                        region = run.acc + region[pos:]  # no parameter: scan on in it
+                        finder, pos, run.acc, run.sub = Finder(region), 0, "", self.GAP
                         continue
+                    run.acc += region[pos:]
                     return 0
-                head = run.acc + region[:end + 1]
+                head = run.acc + region[pos:pos + end + 1]
                 match = self._HEAD.fullmatch(head)
                 if match is None or len(head) > MAX_HEAD:  # no parameter: scan on in it
-                    region, run.acc, run.sub = head + region[end + 1:], "", self.GAP
+                    if run.acc:
+                        region = head + region[pos + end + 1:]
+                        finder, pos = Finder(region), 0
+                    run.acc, run.sub = "", self.GAP
                     continue
                 if self.verbatim:
                     key = next((g for g in match.groups() if g is not None), "").strip()
                     if not key:  # no name: no parameter (vLLM skips it)
-                        region, run.acc, run.sub = head + region[end + 1:], "", self.GAP
+                        if run.acc:
+                            region = head + region[pos + end + 1:]
+                            finder, pos = Finder(region), 0
+                        run.acc, run.sub = "", self.GAP
                         continue
                     run.key = key
                     run.set(STRATTR)
@@ -620,23 +632,23 @@ class DsmlArgs:
                     run.key = match.group(1)
                     run.set(STRATTR, match.re.groups >= 2 and match.group(2) == "true")
                 run.acc, run.sub = "", self.VALUE
-                region = region[end + 1:]
+                pos += end + 1
             else:  # VALUE, LONG
-                found = _value_end(region, start, close, self.lookahead)
-                piece = region if found is None else region[:found[0]]
+                found = _value_end(finder, pos, start, close, self.lookahead)
+                stop = len(region) if found is None else found[0]
                 hold = 0
                 if found is None and not ended:
-                    hold = _value_pending(piece, start, close, self.lookahead)
-                    piece = piece[:len(piece) - hold]
-                self._value(run, piece)
+                    hold = _value_pending(region[pos:], start, close, self.lookahead)
+                    stop -= hold
+                self._value(run, region[pos:stop])
                 if found is None:
                     return hold
                 at, closed = found
                 self._complete(run)
                 if closed:
-                    region, run.sub = region[at + len(close):], self.GAP
+                    pos, run.sub = at + len(close), self.GAP
                 else:  # ended by the next parameter's tag
-                    region, run.sub = region[at + len(start):], self.HEAD
+                    pos, run.sub = at + len(start), self.HEAD
                     self._flush_wrap(run)
                 run.acc = ""
 
@@ -725,20 +737,23 @@ def _head_end(text: str) -> int:
 
 
 _NEXT_PARAM = re.compile(r"\s{1,8}name=")
+_SPACE = re.compile(r"\s*")
+"""Whitespace (``str.isspace``, as ``lstrip`` reads it: both are Unicode's)."""
 _LOOKAHEAD = 8 + len("name=")
 
 
-def _value_end(text: str, start: str, close: str, lookahead: bool = True
+def _value_end(finder: Finder, pos: int, start: str, close: str, lookahead: bool = True
                ) -> tuple[int, bool] | None:
-    """The end of a DSML value: (position, True) of ``close``, or (position, False) of the
-    next parameter's ``start`` followed by whitespace (at most 8) and ``name=`` (without
-    ``lookahead``: ``start`` alone)."""
-    found = text.find(close)
-    at = text.find(start)
+    """The end of a DSML value from ``pos``: (position, True) of ``close``, or (position,
+    False) of the next parameter's ``start`` followed by whitespace (at most 8) and ``name=``
+    (without ``lookahead``: ``start`` alone)."""
+    text = finder.text
+    found = finder.find(close, pos)
+    at = finder.find(start, pos)
     while at >= 0 and (found < 0 or at < found):
         if not lookahead or _NEXT_PARAM.match(text, at + len(start)):
             return at, False
-        at = text.find(start, at + 1)
+        at = finder.find(start, at + 1)
     return (found, True) if found >= 0 else None
 
 
@@ -778,52 +793,56 @@ class GlmArgs:
         table = run.table
         assert table is not None
         key_open, key_close, value_open, value_close = table.args
+        # read by position (no copies of the rest), each tag's next place looked up once
+        finder, pos = Finder(region), 0
         while True:
             sub = run.sub
             if sub == self.GAP:
-                at = region.find(key_open)
+                at = finder.find(key_open, pos)
                 if at < 0:
-                    return 0 if ended else pending_prefix(region, (key_open,))
-                region = region[at + len(key_open):]
+                    return 0 if ended else pending_prefix(region[pos:], (key_open,))
+                pos = at + len(key_open)
                 run.sub, run.acc = self.KEY, ""
                 run.set(OVERFLOW, False)
             elif sub == self.KEY:
-                at = region.find(key_close)
-                piece = region if at < 0 else region[:at]
+                at = finder.find(key_close, pos)
+                piece = region[pos:] if at < 0 else region[pos:at]
                 hold = 0 if at >= 0 or ended else pending_prefix(piece, (key_close,))
                 run.name_text(piece[:len(piece) - hold])
                 if at < 0:
                     return hold
-                region = region[at + len(key_close):]
+                pos = at + len(key_close)
                 run.key, run.acc, run.sub = run.acc, "", self.AFTER_KEY
             elif sub == self.AFTER_KEY:
-                body = region.lstrip()
-                space = region[:len(region) - len(body)]
-                if body.startswith(value_open):
+                blank = _SPACE.match(region, pos).end()  # type: ignore[union-attr]
+                space = region[pos:blank]
+                if region.startswith(value_open, blank):
                     run.acc, run.sub = "", self.VALUE
-                    region = body[len(value_open):]
+                    pos = blank + len(value_open)
                     continue
-                if not body or (not ended and value_open.startswith(body)):
+                body = region[blank:blank + len(value_open)]
+                if blank == len(region) or (not ended and value_open.startswith(body)
+                                            and blank + len(body) == len(region)):
                     acc = bounded(run.acc, space, MAX_NAME)
                     run.acc = acc or ""
                     if acc is None:
                         run.set(OVERFLOW)
-                    return len(body)
+                    return len(region) - blank
                 # not a value: the key runs on through its closing tag
                 acc = bounded(run.key + key_close + run.acc, space, MAX_NAME)
                 run.acc, run.key, run.sub = acc or "", "", self.KEY
                 if acc is None:
                     run.set(OVERFLOW)
-                region = body
+                pos = blank
             else:  # VALUE, LONG
-                at = region.find(value_close)
-                piece = region if at < 0 else region[:at]
+                at = finder.find(value_close, pos)
+                piece = region[pos:] if at < 0 else region[pos:at]
                 hold = 0 if at >= 0 or ended else pending_prefix(piece, (value_close,))
                 self._value(run, piece[:len(piece) - hold])
                 if at < 0:
                     return hold
                 self._complete(run)
-                region = region[at + len(value_close):]
+                pos = at + len(value_close)
                 run.sub = self.GAP
 
     def _value(self, run: _Run, piece: str) -> None:

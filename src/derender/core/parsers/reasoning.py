@@ -35,7 +35,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from derender.core.decoding.markers import earliest, pending_prefix
+from derender.core.decoding.markers import Finder, pending_prefix
 from derender.core.decoding.vocab import STAND_IN, Vocabulary
 from derender.core.parsers.registry import spelling
 from derender.core.state.codec import Reader, Writer
@@ -279,9 +279,10 @@ def _split(fmt: ReasoningFormat, state: ReasoningState, text: str, final: bool,
             return ReasoningDelta("", ""), ReasoningState(False, buffer)
         else:
             stage = BEFORE
+    finder = Finder(buffer)  # each marker's next place looked up once, not per marker found
     while True:
         markers = [spell[m] for m in fmt.markers(in_reasoning, stage)]
-        found = earliest(buffer, markers, pos) if markers else None
+        found = finder.earliest(markers, pos) if markers else None
         if found is None:
             break
         at, marker = found
@@ -294,10 +295,12 @@ def _split(fmt: ReasoningFormat, state: ReasoningState, text: str, final: bool,
             content.append(marker)
         elif not in_reasoning and (fmt.reopens or fmt.opens_once) and marker == start_think:
             in_reasoning = True
-        if not in_reasoning and fmt.strips_trailing_space:
-            _strip_end(reasoning)
+        if was and not in_reasoning and fmt.strips_trailing_space:
+            _strip_end(reasoning)  # (once per block: the pieces before are stripped)
         if fmt.prefix and in_reasoning and marker == start_think:
-            skip = _prefix_skip(fmt.prefix, buffer[pos:], final, [end_think, *implicit])
+            ends = [end_think, *implicit]
+            window = buffer[pos:pos + len(fmt.prefix) + max(map(len, ends)) + 1]  # not the rest
+            skip = _prefix_skip(fmt.prefix, window, final, ends)
             if skip is None:  # held from the marker on, read again with what follows
                 return (ReasoningDelta("".join(reasoning), "".join(content)),
                         ReasoningState(was, buffer[at:]))

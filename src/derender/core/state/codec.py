@@ -82,3 +82,23 @@ class Reader:
         if index >= len(options):
             raise ValueError("unknown choice")
         return options[index]
+
+
+def utf8_size(text: str) -> int:
+    """Bytes ``text`` takes in a state (``Writer.text``: UTF-8, lone surrogates as 3 bytes)."""
+    if text.isascii():
+        return len(text)
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
+def utf8_prefix(text: str, limit: int) -> str:
+    """The longest start of ``text`` that takes at most ``limit`` bytes in a state."""
+    text = text[:limit]  # a character takes a byte at least
+    if utf8_size(text) <= limit:
+        return text
+    size = 0
+    for at, ch in enumerate(text):
+        size += utf8_size(ch)
+        if size > limit:
+            return text[:at]
+    return text

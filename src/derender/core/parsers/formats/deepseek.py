@@ -46,7 +46,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from derender.core.decoding.markers import earliest, pending_prefix
+from derender.core.decoding.markers import Finder, earliest, pending_prefix
 from derender.core.parsers.primitives import (
     MAX_LEADING_SPACE,
     leading_text,
@@ -135,6 +135,10 @@ def _head_v31(head: str, m: dict[str, str]) -> Head:
     return head[:at], at + len(marker), None
 
 
+_LONGEST = 64
+"""More than any marker's length: a head is read in its first ``MAX_HEAD`` characters and the
+marker that may end there, never in the rest of the text."""
+
 KIMI_ID = re.compile(r"(?P<id>.+:\d+)")
 """vLLM's ``_TOOL_ID_RE``, matched at the start of the stripped header."""
 
@@ -189,71 +193,83 @@ def _feed(state: DeepSeekState, text: str, final: bool, context: ToolContext, g:
     deltas: list[ToolCallDelta] = []
     held = ""
     ends = (m[CALL_BEGIN], m[CALL_END], m[CALLS_END]) if v3 else (m[CALL_BEGIN], m[CALL_END])
-    while buffer:
+    # read by position (no copies of the rest), each marker's next place looked up once
+    finder, pos = Finder(buffer), 0
+    while pos < len(buffer):
         if mode == CONTENT:
-            found = earliest(buffer, (m[CALLS_BEGIN],))
+            found = finder.earliest((m[CALLS_BEGIN],), pos)
             if found is None:  # whitespace around the calls is no content
-                out, held, spoke = leading_text(buffer, (m[CALLS_BEGIN],), final, spoke, opened)
+                out, held, spoke = leading_text(buffer[pos:], (m[CALLS_BEGIN],), final, spoke,
+                                                opened)
                 content.append(out)
                 break
-            before = buffer[:found[0]]
+            before = buffer[pos:found[0]]
             if leads_content(before, spoke):
                 content.append(before)
                 spoke = True
             elif v3 and not opened:
                 lead = before
-            mode, opened, buffer = CALLS, True, buffer[found[0] + len(found[1]):]
+            mode, opened, pos = CALLS, True, found[0] + len(found[1])
         elif mode in (CALLS, SKIP):  # between calls (or in an unreadable one): dropped
-            found = earliest(buffer, ends)
+            found = finder.earliest(ends, pos)
             if found is None:
-                _, held = unread(buffer, ends, final)
+                _, held = unread(buffer[pos:], ends, final)
                 break
             at, marker = found
-            buffer = buffer[at + len(marker):]
+            pos = at + len(marker)
             mode = HEAD if marker == m[CALL_BEGIN] else CALLS
             if marker == m[CALLS_END]:  # v3: text after the calls is content again
-                mode, buffer, lead = CONTENT, ("" if spoke else lead) + buffer, ""
+                mode = CONTENT
+                if lead and not spoke:  # read again before the rest (once: lead is gone)
+                    buffer, pos = lead + buffer[pos:], 0
+                    finder = Finder(buffer)
+                lead = ""
         elif mode == HEAD:
-            head = g.head(buffer, m)
-            if head is True and not final and len(buffer) < MAX_HEAD:
-                held = buffer
+            window = buffer[pos:pos + MAX_HEAD + _LONGEST]  # a head is read within MAX_HEAD
+            head = g.head(window, m)
+            if head is True and not final and len(buffer) - pos < MAX_HEAD:
+                held = buffer[pos:]
                 break
             if isinstance(head, tuple) and head[1] <= MAX_HEAD:
                 deltas.append(ToolCallDelta(calls, head[0], "", head[2]))
                 calls += 1
-                mode, buffer, started = ARGS, buffer[head[1]:], False
+                mode, pos, started = ARGS, pos + head[1], False
             else:
                 mode = SKIP  # not a call we can read: dropped to its end
         else:  # ARGS: raw up to the call's end (v3: less the closing fence)
             stops = (m[CALL_END], m[CALLS_END], m[CALL_BEGIN])
-            found = earliest(buffer, stops)
+            found = finder.earliest(stops, pos)
             if found is not None:  # the call's end; or, cut short, the calls' or the next
                 at, marker = found
-                piece = buffer[:at]
+                piece = buffer[pos:at]
                 if g.fence and piece.endswith(FENCE_CLOSE):
                     piece = piece[:-len(FENCE_CLOSE)]
                 if g.strip_args:
                     piece = piece.strip() if not started else piece.rstrip()
                     piece = piece or ("" if started else "{}")
-                buffer = buffer[at + len(marker):]
+                pos = at + len(marker)
                 mode = CALLS if marker == m[CALL_END] else HEAD if marker == m[CALL_BEGIN] \
                     else CONTENT if v3 else CALLS
                 if mode == CONTENT:
-                    buffer, lead = ("" if spoke else lead) + buffer, ""
+                    if lead and not spoke:
+                        buffer, pos = lead + buffer[pos:], 0
+                        finder = Finder(buffer)
+                    lead = ""
             else:
+                rest = buffer[pos:]
                 closes = stops + tuple(FENCE_CLOSE + stop for stop in stops) if g.fence \
                     else stops
-                hold = 0 if final else pending_prefix(buffer, closes)
+                hold = 0 if final else pending_prefix(rest, closes)
                 if g.strip_args:  # whitespace around the arguments is dropped
                     if not started:
-                        buffer = buffer.lstrip()
-                    kept = buffer.rstrip()
+                        rest = rest.lstrip()
+                    kept = rest.rstrip()
                     if final:
-                        buffer = kept or ("" if started else "{}")
-                    elif len(buffer) - len(kept) <= MAX_LEADING_SPACE:  # may end them: held
-                        hold = max(hold, len(buffer) - len(kept))
-                piece, held = buffer[:len(buffer) - hold], buffer[len(buffer) - hold:]
-                buffer = ""
+                        rest = kept or ("" if started else "{}")
+                    elif len(rest) - len(kept) <= MAX_LEADING_SPACE:  # may end them: held
+                        hold = max(hold, len(rest) - len(kept))
+                piece, held = rest[:len(rest) - hold], rest[len(rest) - hold:]
+                pos = len(buffer)
             if piece:
                 deltas.append(ToolCallDelta(calls - 1, None, piece))
                 started = started or bool(piece.strip())

@@ -14,7 +14,7 @@ import json
 import re
 from dataclasses import dataclass, field
 
-from derender.core.decoding.markers import earliest, pending_prefix
+from derender.core.decoding.markers import Finder, pending_prefix
 from derender.core.parsers.json_value import STRING_PATTERN, ValueScan, scan
 from derender.core.parsers.primitives import (
     leading_text,
@@ -71,6 +71,9 @@ def feed(state: HermesState, text: str, final: bool, forced_name: str | None = N
     """
     open_tag, close_tag = tags
     buffer = state.held + text
+    # every step goes on with an end of the text: markers are looked up in the whole text,
+    # each one's next place once, not in every rest again (quadratic, issue 22)
+    finder = Finder(buffer)
     mode, calls, spoke, scanner = state.mode, state.calls, state.spoke, state.scan
     form = state.form
     space = ""
@@ -93,7 +96,7 @@ def feed(state: HermesState, text: str, final: bool, forced_name: str | None = N
                 form, mode, buffer, scanner = BARE, ARGS, buffer.lstrip(), ValueScan()
                 continue
         if mode == CONTENT:
-            found = earliest(buffer, (open_tag,))
+            found = finder.earliest_in(buffer, (open_tag,))
             if found is None:  # forced tool choice: whitespace alone is no content
                 out, held, spoke = leading_text(buffer, (open_tag,), final, spoke,
                                                 bool(forced_name or required))
@@ -115,7 +118,8 @@ def feed(state: HermesState, text: str, final: bool, forced_name: str | None = N
                 calls += 1
                 mode, buffer, scanner, space = ARGS, buffer[match.end():], ValueScan(), ""
                 continue
-            close = buffer.find(close_tag) if mode == HEAD else -1
+            closing = finder.earliest_in(buffer, (close_tag,)) if mode == HEAD else None
+            close = -1 if closing is None else closing[0]
             closed = 0 <= close < MAX_HEAD
             if not (final or closed or len(buffer) >= MAX_HEAD + len(close_tag)):
                 held = buffer
@@ -162,13 +166,13 @@ def feed(state: HermesState, text: str, final: bool, forced_name: str | None = N
                 break
             buffer = rest
         elif mode == LIST_TAIL:  # the element's "}", then "," (next call) or "]"
-            found = earliest(buffer, (",", "]"))
+            found = finder.earliest_in(buffer, (",", "]"))
             if found is None:
                 break
             mode, buffer = (LIST_HEAD if found[1] == "," else AFTER), buffer[found[0] + 1:]
         else:  # TAIL, AFTER: drop text up to the next marker
             marker = close_tag if mode == TAIL else open_tag
-            found = earliest(buffer, (marker,))
+            found = finder.earliest_in(buffer, (marker,))
             if found is None:
                 _, held = unread(buffer, (marker,), final)
                 break

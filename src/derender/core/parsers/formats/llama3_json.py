@@ -32,7 +32,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from derender.core.decoding.markers import earliest, pending_prefix
+from derender.core.decoding.markers import Finder, pending_prefix
 from derender.core.parsers.json_value import (
     JSON_SPACE,
     SPACE_PATTERN,
@@ -82,6 +82,9 @@ def feed(state: Llama3JsonState, text: str, final: bool, context: ToolContext
     tag = context.spelled(PYTHON_TAG)
     forced = context.forced_name is not None or context.required
     buffer = state.held + text
+    # every step goes on with an end of the text: markers are looked up in the whole text,
+    # each one's next place once, not in every rest again (quadratic, issue 22)
+    finder = Finder(buffer)
     mode, calls, spoke, scanner, bare = state.mode, state.calls, state.spoke, state.scan, state.bare
     lead = state.lead
     content: list[str] = []
@@ -89,7 +92,7 @@ def feed(state: Llama3JsonState, text: str, final: bool, context: ToolContext
     held = ""
     while buffer or final:
         if mode == CONTENT:
-            found = earliest(buffer, ("{", tag))
+            found = finder.earliest_in(buffer, ("{", tag))
             if not spoke and calls == 0 and buffer.lstrip(_WS).startswith("["):
                 at = len(buffer) - len(buffer.lstrip(_WS))
                 if found is None or at < found[0]:
@@ -205,7 +208,8 @@ def feed(state: Llama3JsonState, text: str, final: bool, context: ToolContext
                 break
             mode, buffer, scanner = AFTER, buffer[object_end:], ValueScan()
         else:  # AFTER: only calls are read
-            at = buffer.find("{")
+            brace = finder.earliest_in(buffer, ("{",))
+            at = -1 if brace is None else brace[0]
             if at < 0:
                 break
             mode, buffer = OBJECT, buffer[at:]

@@ -45,6 +45,7 @@ from derender.core.parsers.engine import (
     make_format,
 )
 from derender.core.parsers.schema import coerce, fix_object, schema_mask, schema_types
+from derender.core.state.codec import utf8_prefix, utf8_size
 
 THINK_START, THINK_END = "<think>", "</think>"
 M2_TOOL_START, M2_TOOL_END = "<minimax:tool_call>", "</minimax:tool_call>"
@@ -113,9 +114,11 @@ MM_THINK, MM_END_THINK = "<mm:think>", "</mm:think>"
 MIXED_TEXT_FIELD = "$text"
 MAX_ELEMENT_DEPTH = 128
 MAX_CALL = 4096
-"""Characters of a call's parameter text held until its ``</invoke>`` (the arguments are
-emitted once, whole). Past it the call's arguments are the parameters complete within its
-first ``MAX_CALL`` characters, and the rest of the call is skipped (README compatibility)."""
+"""Bytes (UTF-8, as the stream state holds it) of a call's parameter text held until its
+``</invoke>`` (the arguments are emitted once, whole). Past it the call's arguments are the
+parameters complete within its first ``MAX_CALL`` bytes, and the rest of the call is skipped
+(README compatibility). Bounded in bytes, not characters: 4,096 CJK characters made a state
+larger than ``DERENDER_MAX_STATE_CHARS`` (issue 22)."""
 
 _Element: TypeAlias = "str | list[tuple[str, _Element]]"
 """An element: its text, or its ``(name, value)`` children in order."""
@@ -264,8 +267,8 @@ class M3Args:
         if run.sub == self.SKIP:
             return 0
         run.acc += region
-        if len(run.acc) > MAX_CALL:  # bounded: the parameters complete so far
-            run.acc = run.acc[:MAX_CALL]
+        if utf8_size(run.acc[:MAX_CALL + 1]) > MAX_CALL:  # bounded: the parameters so far
+            run.acc = utf8_prefix(run.acc, MAX_CALL)
             self._emit(run)
             run.sub = self.SKIP
         return 0

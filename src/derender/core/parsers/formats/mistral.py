@@ -50,7 +50,7 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Any
 
-from derender.core.decoding.markers import earliest, pending_prefix
+from derender.core.decoding.markers import Finder, pending_prefix
 from derender.core.parsers.json_value import (
     SPACE_PATTERN,
     STRING_PATTERN,
@@ -144,6 +144,10 @@ def feed(state: MistralState, text: str, final: bool, context: ToolContext
     older = args == ARGS and tc != TOOL_CALLS  # the vocabulary has [TOOL_CALLS], not [ARGS]
     forced = context.required or context.forced_name is not None
     buffer = state.held + text
+    # every step goes on with an end of the text: markers are looked up in the whole text,
+    # each one's next place once, not in every rest again (quadratic, issue 22)
+    finder = Finder(buffer)
+
     mode, calls, spoke, scanner = state.mode, state.calls, state.spoke, state.scan
     nameless, listed = state.nameless, state.listed
     tool, typed = state.tool, state.typed
@@ -183,7 +187,7 @@ def feed(state: MistralState, text: str, final: bool, context: ToolContext
             deltas.append(ToolCallDelta(calls - 1, None, arguments))
     while True:
         if mode == CONTENT:
-            found = earliest(buffer, (tc,))
+            found = finder.earliest_in(buffer, (tc,))
             if older and forced and not spoke and calls == 0 and buffer.lstrip()[:1] in ("[", "{"):
                 mode, buffer = LIST_START, buffer.lstrip()  # the JSON-schema output, unmarked
                 continue
@@ -268,7 +272,7 @@ def feed(state: MistralState, text: str, final: bool, context: ToolContext
         elif mode == DONE:  # after the calls' JSON everything is dropped
             break
         elif mode == NAME:
-            found = earliest(buffer, (tc, args, "{"))
+            found = finder.earliest_in(buffer, (tc, args, "{"))
             if found is None:
                 if not final and len(buffer) <= MAX_NAME:
                     held = buffer
@@ -297,7 +301,8 @@ def feed(state: MistralState, text: str, final: bool, context: ToolContext
             else:
                 mode, buffer, scanner = (JSON if rest[0] in "{[" else RAW), rest, ValueScan()
         elif mode in (JSON, RAW):
-            at = buffer.find(tc)
+            tc_at = finder.earliest_in(buffer, (tc,))
+            at = -1 if tc_at is None else tc_at[0]
             region = buffer if at < 0 else buffer[:at]
             hold = 0 if final or at >= 0 else pending_prefix(region, (tc,))
             region = region[:len(region) - hold]
@@ -327,7 +332,7 @@ def feed(state: MistralState, text: str, final: bool, context: ToolContext
             held = buffer[len(buffer) - hold:] if hold else ""
             break
         else:  # AFTER: dropped up to the next call
-            found = earliest(buffer, (tc,))
+            found = finder.earliest_in(buffer, (tc,))
             if found is None:
                 _, held = unread(buffer, (tc,), final)
                 break

@@ -45,7 +45,7 @@ from dataclasses import dataclass, replace
 from enum import IntEnum, IntFlag
 from typing import TypeVar
 
-from derender.core.decoding.markers import earliest, pending_prefix
+from derender.core.decoding.markers import Finder, pending_prefix
 from derender.core.parsers import schema
 from derender.core.parsers.primitives import Run, escape, member, merge, split_space, unread
 from derender.core.parsers.schema import STRING, TYPES, coerce
@@ -294,44 +294,47 @@ def feed(state: X, text: str, final: bool, context: ToolContext, grammar: Gramma
     open_tag, close_tag = context.spelled(grammar.tool_start), context.spelled(grammar.tool_end)
     run = _Run(state, context, grammar.trim_newlines)
     buffer = state.held + text
+    # read by position (no copies of the rest), each marker's next place looked up once
+    finder, scan = Finder(buffer), _Scan(buffer)
+    pos = 0
     held = ""
     while True:
         mode = run.mode
         if mode == CONTENT:
-            found = earliest(buffer, (open_tag, FUNC_PREFIX))
+            found = finder.earliest((open_tag, FUNC_PREFIX), pos)
             if found is None:
-                now, held = unread(buffer, (open_tag, FUNC_PREFIX), final)
+                now, held = unread(buffer[pos:], (open_tag, FUNC_PREFIX), final)
                 run.text(now)
                 break
             at, marker = found
-            run.text(buffer[:at])
+            run.text(buffer[pos:at])
             run.start_call(PREAMBLE if marker == open_tag else NAME)
-            buffer = buffer[at + len(marker):]
+            pos = at + len(marker)
         elif mode in (PREAMBLE, BETWEEN):
             markers = (FUNC_PREFIX, close_tag) + ((open_tag,) if mode == BETWEEN else ())
-            found = earliest(buffer, markers)
+            found = finder.earliest(markers, pos)
             if found is None:
-                _, held = unread(buffer, markers, final)
+                _, held = unread(buffer[pos:], markers, final)
                 break
             at, marker = found
-            buffer = buffer[at + len(marker):]
+            pos = at + len(marker)
             if marker == close_tag:
                 run.mode = CONTENT
             else:
                 run.start_call(NAME if marker == FUNC_PREFIX else PREAMBLE)
         elif mode == NAME:
-            at, stop = _name_end(buffer, open_tag, close_tag)
+            at, stop = _name_end(buffer, open_tag, close_tag, pos)
             if stop is None:
                 if not final:
-                    run.name_piece(buffer[:at])
+                    run.name_piece(buffer[pos:at])
                     held = buffer[at:]
                     break
-                run.name_piece(buffer)
+                run.name_piece(buffer[pos:])
                 run.open_call()
                 run.close_call()
                 break
-            run.name_piece(buffer[:at])
-            buffer = buffer[at + len(stop):]
+            run.name_piece(buffer[pos:at])
+            pos = at + len(stop)
             run.open_call()
             if stop == ">":
                 run.mode = GAP
@@ -339,11 +342,11 @@ def feed(state: X, text: str, final: bool, context: ToolContext, grammar: Gramma
             run.close_call()
             _after_call(run, stop, open_tag, close_tag)
         else:  # GAP, PNAME, PVALUE: the call's body
-            found = earliest(buffer, (FUNC_END, FUNC_PREFIX))
-            region = buffer if found is None else buffer[:found[0]]
-            rest = _body(run, region, found is not None or final)
-            if rest is not None:  # a tag ended inside the region: go on after it
-                buffer = rest + ("" if found is None else buffer[found[0]:])
+            found = finder.earliest((FUNC_END, FUNC_PREFIX), pos)
+            end = len(buffer) if found is None else found[0]
+            after = _body(run, scan, pos, end, found is not None or final)
+            if after is not None:  # a tag ended inside the region: go on after it
+                pos = after
                 continue
             if found is None:
                 if final:
@@ -351,7 +354,7 @@ def feed(state: X, text: str, final: bool, context: ToolContext, grammar: Gramma
                     break
                 held = buffer[len(buffer) - run.pending:]
                 break
-            buffer = buffer[found[0] + len(found[1]):]
+            pos = found[0] + len(found[1])
             run.close_call()
             _after_call(run, found[1], open_tag, close_tag)
     if final:
@@ -388,86 +391,116 @@ def _after_call(run: _Run, stop: str, open_tag: str, close_tag: str) -> None:
         run.mode = CONTENT
 
 
-def _name_end(text: str, open_tag: str, close_tag: str) -> tuple[int, str | None]:
-    """Where a function name ends and what ends it, or (where unread text begins, None)."""
-    i = 0
-    firsts = {"<", ">", open_tag[0], close_tag[0]}
+def _name_end(text: str, open_tag: str, close_tag: str, i: int = 0
+              ) -> tuple[int, str | None]:
+    """Where a function name that begins at ``i`` ends and what ends it, or (where unread
+    text begins, None)."""
+    firsts = re.compile("[" + re.escape("".join({"<", ">", open_tag[0], close_tag[0]})) + "]")
     while True:
-        j = next((k for k in range(i, len(text)) if text[k] in firsts), -1)
-        if j < 0:
+        found = firsts.search(text, i)
+        if found is None:
             return len(text), None
-        rest = text[j:]
+        j = found.start()
         for stop in (open_tag, close_tag, FUNC_END, FUNC_PREFIX, ">"):
-            if rest.startswith(stop):
+            if text.startswith(stop, j):
                 return j, stop
-        swallowed = next((lit for lit in _SWALLOWED if rest.startswith(lit)), None)
+        swallowed = next((lit for lit in _SWALLOWED if text.startswith(lit, j)), None)
         if swallowed is not None:
             i = j + len(swallowed)
             continue
-        if any(lit.startswith(rest) for lit in (open_tag, close_tag, FUNC_END, FUNC_PREFIX,
+        rest = text[j:j + MAX_TAG]
+        if len(text) - j <= MAX_TAG and any(
+                lit.startswith(rest) for lit in (open_tag, close_tag, FUNC_END, FUNC_PREFIX,
                                                  *_SWALLOWED)):
             return j, None
         i = j + 1
 
 
-def _body(run: _Run, region: str, ended: bool) -> str | None:
-    """Read a call's body up to a function tag (``ended``: the region is all of it until
-    then). Returns the text after a parameter tag found in the region (to be read next), or
-    None when the region is used up; ``run.pending`` says how much of it waits for more."""
+class _Scan:
+    """The parameter tags of one text, each pattern's next match remembered until the reading
+    passes it (``Finder`` for the patterns), so a body of many tags is scanned once."""
+
+    __slots__ = ("_next", "text")
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self._next: dict[re.Pattern[str], tuple[int, re.Match[str] | None]] = {}
+
+    def search(self, pattern: re.Pattern[str], start: int, end: int) -> re.Match[str] | None:
+        """The first match of ``pattern`` in ``text[start:end]`` (a tag holds one ``<``, its
+        first character: the first match from ``start`` is it, if it ends by ``end``)."""
+        known = self._next.get(pattern)
+        if known is not None and known[0] <= start and (known[1] is None
+                                                        or known[1].start() >= start):
+            match = known[1]
+        else:
+            match = pattern.search(self.text, start)
+            self._next[pattern] = (start, match)
+        return match if match is not None and match.end() <= end else None
+
+
+def _body(run: _Run, scan: _Scan, start: int, end: int, ended: bool) -> int | None:
+    """Read a call's body from ``start`` up to a function tag at ``end`` (``ended``: the region
+    is all of it until then). Returns where the text after a parameter tag found in the
+    region begins (to be read next), or None when the region is used up; ``run.pending`` says
+    how much of it waits for more."""
     run.pending = 0
+    text = scan.text
     if run.mode == GAP:
-        match = _OPENER.search(region)
+        match = scan.search(_OPENER, start, end)
         if match is not None:
             run.mode, run.acc = PNAME, ""
             run.set(OVERFLOW, False)
-            return region[match.end():]
+            return match.end()
         if not ended:
-            run.pending = len(region) - _tag_start(region)
+            run.pending = end - _tag_start(text, start, end)
         return None
     if run.mode == PNAME:
-        at = region.find(">")
+        at = text.find(">", start, end)
         if at >= 0:
-            run.name_piece(region[:at])
+            run.name_piece(text[start:at])
             run.open_param()
-            return region[at + 1:]
+            return at + 1
         if ended:
-            run.name_piece(region)
+            run.name_piece(text[start:end])
             run.mode = GAP  # a parameter without its ">" is not read
             return None
-        hold = pending_prefix(region, (FUNC_END, FUNC_PREFIX))
-        run.name_piece(region[:len(region) - hold])
+        hold = pending_prefix(text[start:end], (FUNC_END, FUNC_PREFIX))
+        run.name_piece(text[start:end - hold])
         run.pending = hold
         return None
     # PVALUE
-    closer, opener = _CLOSER.search(region), _OPENER.search(region)
+    closer, opener = scan.search(_CLOSER, start, end), scan.search(_OPENER, start, end)
     match = min((m for m in (closer, opener) if m is not None), key=lambda m: m.start(),
                 default=None)
     if match is not None:
-        run.value(region[:match.start()])
+        run.value(text[start:match.start()])
         run.close_value()
         if match is opener:
             run.mode, run.acc = PNAME, ""
-        return region[match.end():]
+        return match.end()
     if ended:
-        run.value(region)
+        run.value(text[start:end])
         return None
-    start = _tag_start(region)
-    run.value(region[:start])
-    run.pending = len(region) - start
+    at = _tag_start(text, start, end)
+    run.value(text[start:at])
+    run.pending = end - at
     return None
 
 
-def _tag_start(text: str) -> int:
-    """Where the end of ``text`` that may still become a tag begins (its length if none)."""
-    low = max(0, len(text) - MAX_TAG)
-    at = text.find("<", low)
+def _tag_start(text: str, start: int = 0, end: int | None = None) -> int:
+    """Where the end of ``text[start:end]`` that may still become a tag begins (``end`` if
+    none)."""
+    end = len(text) if end is None else end
+    low = max(start, end - MAX_TAG)
+    at = text.find("<", low, end)
     while at >= 0:
-        tail = text[at:]
+        tail = text[at:end]
         if (FUNC_END.startswith(tail) or FUNC_PREFIX.startswith(tail)
                 or _prefix_of(tail, _OPENER_SEQ) or _prefix_of(tail, _CLOSER_SEQ)):
             return at
-        at = text.find("<", at + 1)
-    return len(text)
+        at = text.find("<", at + 1, end)
+    return end
 
 
 def _prefix_of(text: str, seq: tuple[str | int, ...]) -> bool:

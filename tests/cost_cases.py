@@ -1,0 +1,306 @@
+"""Adversarial model outputs for every parser, at a chosen size, and a timer of the parsers'
+cost per input character (``tests/test_cost_linear.py`` asserts it flat, ``bench/cost_sweep.py``
+prints it).
+
+Each parser pairing has a template of one complete call (``NAME`` and ``VALUE`` are filled
+in); the cases built from it are what a model can write to make a machine work hard: the call
+repeated (thousands of calls), each prefix of the call that ends at a piece of markup repeated
+(unclosed markers, repeated openers, parameters without their closers: issue 22's
+``<parameter=`` case is one of them), every marker and every marker less its last character
+repeated, one long name, one long value (ASCII and 4-byte characters), deep nesting in the
+value, and the template's markup mixed with text at random (seeded). Everything goes through
+``derender.core.parsers.feed`` as the service calls it: non-streaming (the whole text, final)
+and streamed (batches of ``BATCH`` characters, the stream state encoded after every batch, as
+each call of a stream does).
+"""
+
+from __future__ import annotations
+
+import gc
+import random
+import re
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+
+from derender.core import parsers
+from derender.core.parsers import (
+    ENGINE_REASONING,
+    REASONING_FORMATS,
+    ParserSettings,
+    ParserState,
+    engine,
+    reasoning,
+)
+from derender.core.state.codec import Writer
+from derender.core.state.stream import _encode_parser
+
+BATCH = 64
+"""Characters per streamed call."""
+
+TOOLS = ({"type": "function", "function": {"name": "f", "parameters": {
+    "type": "object", "properties": {"a": {"type": "string"}, "n": {"type": "integer"},
+                                     "o": {"type": "object"}}}}},)
+
+QWEN_XML = ("<tool_call>\n<function=NAME>\n<parameter=a>\nVALUE\n</parameter>\n"
+            "<parameter=n>\n1\n</parameter>\n</function>\n</tool_call>")
+DSML_CALL = ('<｜DSML｜{w}>\n<｜DSML｜invoke name="NAME">\n'
+             '<｜DSML｜parameter name="a" string="true">VALUE</｜DSML｜parameter>\n'
+             '<｜DSML｜parameter name="n" string="false">1</｜DSML｜parameter>\n'
+             '</｜DSML｜invoke>\n</｜DSML｜{w}>')
+M3 = "]<]minimax[>["
+TEMPLATES: dict[str, str] = {
+    "hermes": '<tool_call>{"name": "NAME", "arguments": {"a": "VALUE", "n": 1}}</tool_call>',
+    "llama3_json": '{"name": "NAME", "parameters": {"a": "VALUE", "n": 1}}; ',
+    "pythonic": '[NAME(a="VALUE", n=1), NAME(a="VALUE")]',
+    "deepseek_v3": ("<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME\n"
+                    '```json\n{"a": "VALUE", "n": 1}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>'),
+    "deepseek_v31": ("<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>NAME<｜tool▁sep｜>"
+                     '{"a": "VALUE", "n": 1}<｜tool▁call▁end｜><｜tool▁calls▁end｜>'),
+    "kimi_k2": ("<|tool_calls_section_begin|><|tool_call_begin|>functions.NAME:0"
+                '<|tool_call_argument_begin|>{"a": "VALUE", "n": 1}<|tool_call_end|>'
+                "<|tool_calls_section_end|>"),
+    "mistral": '[TOOL_CALLS]NAME[ARGS]{"a": "VALUE", "n": 1}',
+    "qwen3_coder": QWEN_XML,
+    "mimo": QWEN_XML,
+    "seed_oss": QWEN_XML.replace("tool_call>", "seed:tool_call>"),
+    "deepseek_v32": DSML_CALL.replace("{w}", "function_calls"),
+    "deepseek_v4": DSML_CALL.replace("{w}", "tool_calls"),
+    "deepseek_v41": DSML_CALL.replace("{w}", "tool_calls").replace("｜DSML｜", "｜DSML｜ "),
+    "glm45": "<tool_call>NAME\n<arg_key>a</arg_key>\n<arg_value>VALUE</arg_value>\n</tool_call>",
+    "glm47": "<tool_call>NAME<arg_key>a</arg_key><arg_value>VALUE</arg_value></tool_call>",
+    "gemma4": '<|tool_call>call:NAME{a:<|"|>VALUE<|"|>,n:1,o:{b:[1,2]}}<tool_call|>',
+    "minimax_m2": ('<minimax:tool_call>\n<invoke name="NAME">\n<parameter name="a">VALUE'
+                   '</parameter>\n<parameter name="n">1</parameter>\n</invoke>\n'
+                   "</minimax:tool_call>"),
+    "minimax_m3": (f'{M3}<tool_call>{M3}<invoke name="NAME">{M3}<a>VALUE{M3}</a>{M3}<o>{M3}<b>1'
+                   f"{M3}</b>{M3}</o>{M3}</invoke>{M3}</tool_call>"),
+}
+"""One complete call per tool format, as the model writes it."""
+
+DSML_HEAD = '<｜DSML｜tool_calls>\n<｜DSML｜invoke name="f">\n'
+PARAMETERS: dict[str, tuple[str, str, str]] = {
+    "hermes": ('<tool_call>{"name": "f", "arguments": {', '"a": "x", ', '"a": ['),
+    "qwen3_coder": ("<tool_call>\n<function=f>\n", "<parameter=a>\nx\n</parameter>\n",
+                    "<parameter=a>\nx\n"),
+    "seed_oss": ("<seed:tool_call>\n<function=f>\n", "<parameter=a>\nx\n</parameter>\n",
+                 "<parameter=a>\nx\n"),
+    "deepseek_v4": (DSML_HEAD, '<｜DSML｜parameter name="a" string="true">x</｜DSML｜parameter>',
+                    '<｜DSML｜parameter name="a" string="true">x'),
+    "glm47": ("<tool_call>f", "<arg_key>a</arg_key><arg_value>x</arg_value>",
+              "<arg_key>a</arg_key><arg_value>x"),
+    "minimax_m2": ('<minimax:tool_call>\n<invoke name="f">\n',
+                   '<parameter name="a">x</parameter>\n', '<parameter name="a">x\n'),
+    "minimax_m3": (f'{M3}<tool_call>{M3}<invoke name="f">', f"{M3}<a>x{M3}</a>", f"{M3}<a>x"),
+    "gemma4": ("<|tool_call>call:f{", 'a:<|"|>x<|"|>,', 'a:<|"|>x,'),
+}
+"""One call of many parameters: its head, a complete parameter, a parameter never closed
+(issue 22: thousands of ``<parameter=`` without ``</parameter>`` were quadratic)."""
+PARAMETERS["mimo"] = PARAMETERS["qwen3_coder"]
+PARAMETERS["deepseek_v32"] = (DSML_HEAD.replace("tool_calls", "function_calls"),
+                              *PARAMETERS["deepseek_v4"][1:])
+PARAMETERS["deepseek_v41"] = tuple(  # type: ignore[assignment]
+    part.replace("｜DSML｜", "｜DSML｜ ") for part in PARAMETERS["deepseek_v4"])
+PARAMETERS["glm45"] = PARAMETERS["glm47"]
+
+THINK = "<think>reasoning VALUE</think>\n\n"
+REASONING_TEMPLATES: dict[str, str] = {
+    "qwen3": THINK + "<|im_start|><|im_end|>", "deepseek_r1": THINK, "deepseek_v3": THINK,
+    "mistral": "[THINK]reasoning VALUE[/THINK]answer[TOOL_CALLS]",
+    "mimo": THINK + "<tool_call>", "step3p5": THINK + "  \n <tool_call>",
+    "seed_oss": "<seed:think>reasoning VALUE</seed:think><seed:tool_call>",
+    "nemotron_v3": THINK + "  <tool_call>", "kimi_k2": THINK + "<|tool_calls_section_begin|>",
+    "minimax_m2_append_think": THINK, "minimax_m3": "<mm:think>reasoning VALUE</mm:think>",
+    "gemma4": "<|channel>thought\nreasoning VALUE<channel|>answer<|tool_call>",
+    "deepseek_v4": THINK, "deepseek_v41": THINK, "glm45": THINK, "glm47": THINK,
+    "minimax_m2": THINK + "<minimax:tool_call>",
+}
+"""Text each reasoning parser reads markers in."""
+
+PAIRS: tuple[tuple[str | None, str | None], ...] = (
+    *((None, t) for t in TEMPLATES),
+    *((r, None) for r in REASONING_TEMPLATES),
+    ("qwen3", "hermes"), ("qwen3", "qwen3_coder"), ("step3p5", "qwen3_coder"),
+    ("nemotron_v3", "qwen3_coder"), ("mimo", "mimo"), ("seed_oss", "seed_oss"),
+    ("mistral", "mistral"), ("kimi_k2", "kimi_k2"), ("gemma4", "gemma4"),
+    ("deepseek_v4", "deepseek_v4"), ("deepseek_v41", "deepseek_v41"), ("glm47", "glm47"),
+    ("minimax_m2", "minimax_m2"), ("minimax_m3", "minimax_m3"),
+)
+"""(reasoning parser, tool parser) pairings: every tool format and every reasoning parser
+alone, and each family's own pairing (step3p5 and nemotron_v3 with qwen3_coder, issue 22)."""
+
+_MARKUP = re.compile(r"<[^<>]{1,40}>|\[[A-Z_/]+\]|\]<\]minimax\[>\[|<\|\"\|>")
+
+
+class _Vocab:
+    """What ``reasoning.start`` asks of a vocabulary: no marker is a single token here."""
+
+    def token_id(self, token: str) -> int | None:
+        return None
+
+    def spelled(self, marker: str) -> str:
+        return marker
+
+
+def settings(reasoning_parser: str | None, tool_parser: str | None) -> ParserSettings:
+    """The parser settings of a request with ``TOOLS`` and ``tool_choice`` "auto", thinking on."""
+    own = ENGINE_REASONING.get(reasoning_parser or "")
+    mode = parsers.engine_mode(reasoning_parser, tool_parser)
+    fmt = REASONING_FORMATS[reasoning_parser] if reasoning_parser and own is None else None
+    tool_format = tool_parser
+    if mode == engine.REASONING_ONLY:
+        tool_format = reasoning_parser
+    return ParserSettings(
+        reasoning=fmt, thinking=True, tool_format=tool_format, keep_calls=tool_parser is not None,
+        forced=False, named=False, forced_name=None, parallel=True, include_reasoning=True,
+        request_tools=TOOLS, engine_thinking=own is not None, engine_mode=mode or engine.BOTH)
+
+
+def start(s: ParserSettings) -> ParserState:
+    fmt = s.reasoning
+    tools = None
+    if s.tool_format in parsers.ENGINE_FORMATS:
+        tools = engine.start(parsers.TOOL_FORMATS[s.tool_format], s.engine_thinking,
+                             s.engine_mode)
+    elif s.tool_format is not None:
+        tools = parsers.TOOL_FORMATS[s.tool_format].start()
+    thought = None if fmt is None else reasoning.start(fmt, _Vocab(), None,  # type: ignore[arg-type]
+                                                       True, False)
+    return ParserState(thought, tools)
+
+
+def template(reasoning_parser: str | None, tool_parser: str | None) -> str:
+    parts = []
+    if reasoning_parser is not None:
+        parts.append(REASONING_TEMPLATES[reasoning_parser])
+    if tool_parser is not None:
+        parts.append(TEMPLATES[tool_parser])
+    return "".join(parts)
+
+
+def _fill(text: str, name: str = "f", value: str = "v") -> str:
+    return text.replace("NAME", name).replace("VALUE", value)
+
+
+def _repeat(unit: str, size: int) -> str:
+    return unit * max(1, size // max(1, len(unit)))
+
+
+@dataclass(frozen=True, slots=True)
+class Case:
+    name: str
+    build: Callable[[int], str]
+    """The output at (about) this many characters."""
+
+
+def cases(reasoning_parser: str | None, tool_parser: str | None) -> list[Case]:
+    """The adversarial outputs of a pairing."""
+    base = template(reasoning_parser, tool_parser)
+    call = _fill(base)
+    out = [Case("calls", lambda n: _repeat(call, n)),
+           Case("long-name", lambda n: _fill(base, name="n" * n)),
+           Case("long-value", lambda n: _fill(base, value="x" * n)),
+           Case("long-value-4byte", lambda n: _fill(base, value="\U0001F600" * n)),
+           Case("nesting", lambda n: _fill(base, value='{"a": [' * (n // 7))),
+           Case("brackets", lambda n: _fill(base, value="[" * n))]
+    if tool_parser in PARAMETERS:
+        head, closed, unclosed = PARAMETERS[tool_parser]
+        out.append(Case("parameters", lambda n: head + _repeat(closed, n)))
+        out.append(Case("unclosed-parameters", lambda n: head + _repeat(unclosed, n)))
+    markers = sorted({m.group() for m in _MARKUP.finditer(call)})
+    cuts = sorted({m.end() for m in _MARKUP.finditer(call)}
+                  | {m.start() + len(m.group()) // 2 for m in _MARKUP.finditer(call)})
+    for at in cuts:
+        out.append(Case(f"prefix@{at}", lambda n, at=at: _repeat(call[:at], n)))
+    for marker in markers:
+        out.append(Case(f"repeat {marker!r}", lambda n, m=marker: _repeat(m, n)))
+        out.append(Case(f"repeat {marker[:-1]!r}", lambda n, m=marker[:-1]: _repeat(m + "x", n)))
+    pieces = [*markers, "f", "a", "1", " ", "\n", '"', "{", "}", "[", "]", ",", ":", "=",
+              "<", ">", "\U0001F600"]
+
+    def mixed(n: int) -> str:
+        rng = random.Random(22)
+        text: list[str] = []
+        size = 0
+        while size < n:
+            piece = rng.choice(pieces)
+            text.append(piece)
+            size += len(piece)
+        return "".join(text)
+    out.append(Case("mixed", mixed))
+    return out
+
+
+def run(s: ParserSettings, text: str, streamed: bool) -> int:
+    """Feed ``text`` as the service does; the number of characters out (reasoning, content,
+    arguments), so nothing is optimised away."""
+    state = start(s)
+    if not streamed:
+        delta, _ = parsers.feed(s, state, text, True)
+        return len(delta.reasoning) + len(delta.content) + sum(len(c.arguments)
+                                                               for c in delta.calls)
+    out = 0
+    for at in range(0, len(text), BATCH):
+        delta, state = parsers.feed(s, state, text[at:at + BATCH], False)
+        out += len(delta.content)
+        w = Writer()
+        _encode_parser(w, state)
+    delta, state = parsers.feed(s, state, "", True)
+    return out + len(delta.content)
+
+
+def per_char(s: ParserSettings, text: str, streamed: bool, repeats: int = 3) -> float:
+    """CPU seconds per input character (the process's own time: other work on the machine does
+    not count): the best of ``repeats`` runs, gc off."""
+    best = float("inf")
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        for _ in range(repeats):
+            began = time.process_time()
+            run(s, text, streamed)
+            best = min(best, time.process_time() - began)
+    finally:
+        if enabled:
+            gc.enable()
+    return best / max(1, len(text))
+
+
+@dataclass(frozen=True, slots=True)
+class Sweep:
+    pairing: str
+    case: str
+    streamed: bool
+    per_char: tuple[float, ...]
+    """Seconds per character at each size."""
+
+    @property
+    def ratios(self) -> tuple[float, ...]:
+        return tuple(p / self.per_char[0] for p in self.per_char)
+
+
+def pairing_name(reasoning_parser: str | None, tool_parser: str | None) -> str:
+    return f"{reasoning_parser or '-'}+{tool_parser or '-'}"
+
+
+def sweep(sizes: Sequence[int], pairs: Sequence[tuple[str | None, str | None]] = PAIRS,
+          repeats: int = 3, modes: Sequence[bool] = (False, True),
+          only: Callable[[str], bool] | None = None) -> Iterator[Sweep]:
+    """Per-character cost of every case of every pairing at each size."""
+    for reasoning_parser, tool_parser in pairs:
+        s = settings(reasoning_parser, tool_parser)
+        for case in cases(reasoning_parser, tool_parser):
+            if only is not None and not only(case.name):
+                continue
+            texts = [case.build(n) for n in sizes]
+            for streamed in modes:
+                costs = tuple(per_char(s, t, streamed, repeats) for t in texts)
+                yield Sweep(pairing_name(reasoning_parser, tool_parser), case.name, streamed,
+                            costs)
+
+
+def describe(result: Sweep) -> str:
+    ratios = " ".join(f"{r:5.2f}" for r in result.ratios)
+    return (f"{result.pairing:32} {'stream' if result.streamed else 'whole ':6} "
+            f"{result.case:40.40} {result.per_char[0] * 1e6:8.3f} us/char  x{ratios}")
+
