@@ -23,15 +23,9 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
+from derender.contract.requests import ChatRequest
 from derender.core import parsers
-from derender.core.parsers import (
-    ENGINE_REASONING,
-    REASONING_FORMATS,
-    ParserSettings,
-    ParserState,
-    engine,
-    reasoning,
-)
+from derender.core.parsers import ParserSettings, ParserState
 from derender.core.state.codec import Writer
 from derender.core.state.stream import _encode_parser
 
@@ -143,30 +137,18 @@ class _Vocab:
 
 
 def settings(reasoning_parser: str | None, tool_parser: str | None) -> ParserSettings:
-    """The parser settings of a request with ``TOOLS`` and ``tool_choice`` "auto", thinking on."""
-    own = ENGINE_REASONING.get(reasoning_parser or "")
-    mode = parsers.engine_mode(reasoning_parser, tool_parser)
-    fmt = REASONING_FORMATS[reasoning_parser] if reasoning_parser and own is None else None
-    tool_format = tool_parser
-    if mode == engine.REASONING_ONLY:
-        tool_format = reasoning_parser
-    return ParserSettings(
-        reasoning=fmt, thinking=True, tool_format=tool_format, keep_calls=tool_parser is not None,
-        forced=False, named=False, forced_name=None, parallel=True, include_reasoning=True,
-        request_tools=TOOLS, engine_thinking=own is not None, engine_mode=mode or engine.BOTH)
+    """The parser settings of a request with ``TOOLS`` and ``tool_choice`` "auto", thinking on
+    (every switch the formats read)."""
+    request = ChatRequest.model_validate({
+        "messages": [{"role": "user", "content": "hi"}], "tools": TOOLS, "tool_choice": "auto",
+        "chat_template_kwargs": {"enable_thinking": True, "thinking": True,
+                                 "thinking_mode": "enabled"}})
+    return parsers.parser_settings(reasoning_parser, tool_parser, request,
+                                   _Vocab())  # type: ignore[arg-type]
 
 
 def start(s: ParserSettings) -> ParserState:
-    fmt = s.reasoning
-    tools = None
-    if s.tool_format in parsers.ENGINE_FORMATS:
-        tools = engine.start(parsers.TOOL_FORMATS[s.tool_format], s.engine_thinking,
-                             s.engine_mode)
-    elif s.tool_format is not None:
-        tools = parsers.TOOL_FORMATS[s.tool_format].start()
-    thought = None if fmt is None else reasoning.start(fmt, _Vocab(), None,  # type: ignore[arg-type]
-                                                       True, False)
-    return ParserState(thought, tools)
+    return parsers.start(s, _Vocab(), None)  # type: ignore[arg-type]
 
 
 def template(reasoning_parser: str | None, tool_parser: str | None) -> str:

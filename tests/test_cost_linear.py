@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import pytest
 
-from derender.core import parsers
+from derender.core.parsers.registry import REASONING_RECORDS, TOOL_RECORDS, Machine
 from tests import cost_cases
 from tests.cost_cases import PAIRS, pairing_name
 
@@ -58,8 +58,9 @@ def test_cost_per_character_is_flat(reasoning_parser: str | None, tool_parser: s
 def test_every_parser_is_swept() -> None:
     """A format added to the registry (the breadth issues) must have a template here, so it
     is swept too (Harmony, read from token ids, is not: its held header is bounded in bytes)."""
-    assert set(parsers.TOOL_FORMATS) <= set(cost_cases.TEMPLATES)
-    assert set(parsers.REASONING_FORMATS) | set(parsers.ENGINE_REASONING) <= set(
-        cost_cases.REASONING_TEMPLATES)
+    tools = {r.name for r in TOOL_RECORDS if r.machine is not Machine.HARMONY}
+    thinking = {r.name for r in REASONING_RECORDS if r.machine is not Machine.HARMONY}
+    assert tools <= set(cost_cases.TEMPLATES)
+    assert thinking <= set(cost_cases.REASONING_TEMPLATES)
     swept = {name for pair in PAIRS for name in pair}
-    assert set(parsers.TOOL_FORMATS) | set(parsers.REASONING_FORMATS) <= swept
+    assert tools | thinking <= swept
