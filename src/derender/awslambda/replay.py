@@ -24,12 +24,12 @@ from pathlib import Path
 from typing import Any
 
 from derender.awslambda.telemetry import event_path
+from derender.contract import routes
 
 ROOT = Path(__file__).resolve().parents[2]
 """The checkout holding ``functions/`` and ``layers/`` (when running from one)."""
 FUNCTIONS = ("chat_completions", "completions")
-PATHS = {"/v1/chat/completions/derender": "chat_completions",
-         "/v1/completions/derender": "completions"}
+PATHS = {routes.CHAT.path: "chat_completions", routes.COMPLETIONS.path: "completions"}
 """Path → the function serving it; any other path (``/health``…) goes to the first."""
 
 Handler = Callable[[dict[str, Any], Any], dict[str, Any]]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING
 
 from derender.contract.requests import (
     CompletionRequest,
@@ -35,7 +35,14 @@ from derender.core.streaming import (
 )
 from derender.core.usage import usage
 
-JSON = dict[str, Any]
+if TYPE_CHECKING:
+    from derender.contract.responses import (
+        CompletionChoice,
+        CompletionChunk,
+        CompletionChunkChoice,
+        CompletionLogprobs,
+        TextCompletion,
+    )
 
 
 def completion_keep(request: CompletionRequest | None) -> int | None:
@@ -50,7 +57,7 @@ def completion_keep(request: CompletionRequest | None) -> int | None:
 
 
 def derender_completion(body: DerenderCompletionRequest, model: ServedModel,
-                        max_n_sequences: int) -> JSON:
+                        max_n_sequences: int) -> TextCompletion:
     info, vocab = model.info, model.vocab
     responses = body.generate_responses
     if not responses:
@@ -70,7 +77,7 @@ def derender_completion(body: DerenderCompletionRequest, model: ServedModel,
     keep = completion_keep(request)
     return_ids = bool(request and request.return_token_ids)
 
-    choices: list[JSON] = []
+    choices: list[CompletionChoice] = []
     completion_tokens = 0
     for response, explicit in zip(responses, explicit_prompts, strict=True):
         prompt_ids = explicit if explicit is not None else response.prompt_token_ids
@@ -87,7 +94,7 @@ def derender_completion(body: DerenderCompletionRequest, model: ServedModel,
             completion_tokens += len(ids)
             text, stop_reason = sequence_text(vocab, seed, ids, choice.finish_reason,
                                               choice.stop_reason, settings)
-            logprobs = None
+            logprobs: CompletionLogprobs | None = None
             if choice.logprobs is not None:
                 positions, _ = resolve_logprobs(vocab, choice.logprobs, keep, ())
                 logprobs, _ = completion_logprobs(positions, 0)
@@ -130,7 +137,7 @@ def derender_completion_stream(
     state: StreamState | None,
     ttl_seconds: int,
     caller: str | None = None,
-) -> tuple[list[JSON], StreamState]:
+) -> tuple[list[CompletionChunk], StreamState]:
     """One ``text_completion`` chunk per engine chunk, and the state to continue from (bound
     to ``caller`` when the call has an authenticated one)."""
     info = model.info
@@ -142,10 +149,10 @@ def derender_completion_stream(
     name = body.model or info.name
 
     def render(chunk: GenerateTokensStreamResponse, step: ChoiceStep | None,
-               before: StreamState) -> JSON:
-        choices: list[JSON] = []
+               before: StreamState) -> CompletionChunk:
+        choices: list[CompletionChunkChoice] = []
         if step is not None:
-            logprobs = None
+            logprobs: CompletionLogprobs | None = None
             if step.logprobs is not None or step.logprobs_null_content:
                 logprobs, _ = completion_logprobs(step.logprobs or [], step.text_offset)
             choices.append({
