@@ -182,8 +182,7 @@ def create_app(settings: Settings | None = None, registry: ModelRegistry | None 
 
     ring = key_provider(settings)
     app.state.key_provider = ring
-    limits = RequestLimits(settings.max_stop_strings, settings.max_stop_string_chars,
-                           settings.max_tools, settings.max_tool_schema_bytes)
+    limits = RequestLimits.of(settings)
 
     async def handle(request: Request, adapter: TypeAdapter[Any], batch: TypeAdapter[Any],
                      run: Callable[[Any, ServedModel], Mapping[str, object]],

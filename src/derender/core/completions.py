@@ -34,6 +34,7 @@ from derender.core.streaming import (
     stream_usage,
 )
 from derender.core.usage import usage
+from derender.settings import MAX_N_SEQUENCES
 
 if TYPE_CHECKING:
     from derender.contract.responses import (
@@ -64,8 +65,8 @@ def derender_completion(body: DerenderCompletionRequest, model: ServedModel,
         raise BadRequestError("generate_responses must not be empty")
     if len(responses) > max_n_sequences:
         raise BadRequestError(f"generate_responses count ({len(responses)}) exceeds server maximum "
-                         f"({max_n_sequences}). Set DERENDER_MAX_N_SEQUENCES to increase this "
-                         "limit.")
+                              f"({max_n_sequences}). Set {MAX_N_SEQUENCES} to increase this "
+                              "limit.")
     for response in responses:
         check_response_bounds(response, info, max_n_sequences)
     explicit_prompts = body.prompt_token_ids or [None] * len(responses)
