@@ -48,6 +48,7 @@ if TYPE_CHECKING:
         CompletionStreamResponse,
         Health,
         ModelList,
+        StreamStateToken,
         TextCompletion,
     )
 
@@ -68,7 +69,7 @@ _COMPLETION_BATCH: TypeAdapter[DerenderCompletionStreamBatchRequest] = TypeAdapt
 _BATCHES = (DerenderChatStreamBatchRequest, DerenderCompletionStreamBatchRequest)
 
 
-def chat_stream_answer(chunks: list[ChatCompletionChunk], token: str, batch: bool
+def chat_stream_answer(chunks: list[ChatCompletionChunk], token: StreamStateToken, batch: bool
                        ) -> ChatStreamResponse | ChatStreamBatchResponse:
     """A chat stream call's answer: its ``chunks`` (a batch call) or its one ``chunk``."""
     if batch:
@@ -76,7 +77,8 @@ def chat_stream_answer(chunks: list[ChatCompletionChunk], token: str, batch: boo
     return {"chunk": chunks[0], "stream_state": token}
 
 
-def completion_stream_answer(chunks: list[CompletionChunk], token: str, batch: bool
+def completion_stream_answer(chunks: list[CompletionChunk], token: StreamStateToken,
+                             batch: bool
                              ) -> CompletionStreamResponse | CompletionStreamBatchResponse:
     """A completions stream call's answer: its ``chunks`` (a batch call) or its ``chunk``."""
     if batch:

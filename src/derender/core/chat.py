@@ -135,8 +135,8 @@ def derender_chat(body: DerenderChatRequest, model: ServedModel, max_n_sequences
                          if choice.logprobs.content is not None else None)
             logprobs = chat_logprobs(positions)
         message: ChatMessage = {"role": "assistant", "content": text, "refusal": None,
-                         "annotations": None, "audio": None, "function_call": None,
-                         "reasoning": None}
+                                "annotations": None, "audio": None, "function_call": None,
+                                "reasoning": None}
         finish = choice.finish_reason or "stop"
         if parsing is not None:
             # The parser sees only generate_response's prompt ids, as in vLLM (§7.1).
@@ -210,7 +210,8 @@ def derender_chat_stream(
             if (step.logprobs is not None or step.logprobs_null_content) and not hide:
                 logprobs = chat_logprobs(step.logprobs)
             delta: ChatDelta = {"role": None if before.role_sent else "assistant",
-                           "content": step.text or None, "reasoning": step.reasoning or None}
+                                "content": step.text or None,
+                                "reasoning": step.reasoning or None}
             if step.calls:
                 delta["tool_calls"] = [
                     {"id": call.id or parsers.tool_call_id(
