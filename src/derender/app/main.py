@@ -69,17 +69,18 @@ _COMPLETION_BATCH: TypeAdapter[DerenderCompletionStreamBatchRequest] = TypeAdapt
 _BATCHES = (DerenderChatStreamBatchRequest, DerenderCompletionStreamBatchRequest)
 
 
-def chat_stream_answer(chunks: list[ChatCompletionChunk], token: StreamStateToken, batch: bool
-                       ) -> ChatStreamResponse | ChatStreamBatchResponse:
+def chat_stream_answer(
+    chunks: list[ChatCompletionChunk], token: StreamStateToken, batch: bool,
+) -> ChatStreamResponse | ChatStreamBatchResponse:
     """A chat stream call's answer: its ``chunks`` (a batch call) or its one ``chunk``."""
     if batch:
         return {"chunks": chunks, "stream_state": token}
     return {"chunk": chunks[0], "stream_state": token}
 
 
-def completion_stream_answer(chunks: list[CompletionChunk], token: StreamStateToken,
-                             batch: bool
-                             ) -> CompletionStreamResponse | CompletionStreamBatchResponse:
+def completion_stream_answer(
+    chunks: list[CompletionChunk], token: StreamStateToken, batch: bool,
+) -> CompletionStreamResponse | CompletionStreamBatchResponse:
     """A completions stream call's answer: its ``chunks`` (a batch call) or its ``chunk``."""
     if batch:
         return {"chunks": chunks, "stream_state": token}
