@@ -47,7 +47,7 @@ def _attribute_docs() -> dict[str, dict[str, str]]:
     """
     try:
         tree = ast.parse(inspect.getsource(protocol))
-    except (OSError, TypeError):  # no source shipped: the fallback texts only
+    except (OSError, TypeError):  # no source shipped: requests go undescribed
         return {}
     docs: dict[str, dict[str, str]] = {}
     for node in tree.body:
