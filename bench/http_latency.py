@@ -10,6 +10,10 @@ server does after answering (vLLM keeps busy for a while) land on the other serv
 
     python bench/http_latency.py                                  # vLLM expected on :8100
     python bench/http_latency.py --vllm-url http://127.0.0.1:8100 --calls 500
+    python bench/http_latency.py --vllm-url http://127.0.0.1:PORT --other-name "derender (before)"
+
+The last form compares two of our servers (say two revisions, the other one started by hand
+on PORT) instead of ours and vLLM, under the same interleaving and idle gaps.
 
 vLLM's reference server (from the shared peer install): ``start.sh qwen3 8100``.
 Target: our p50 <= 0.5 × vLLM's p50.
@@ -34,7 +38,9 @@ from urllib.parse import urlsplit
 from _common import REPO, load_line, machine_line, median, percentile, real_text_ids, revision
 from tokenizers import Tokenizer
 
-CHAT_PATH = "/v1/chat/completions/derender"
+from derender.contract import routes
+
+CHAT_PATH = routes.CHAT.path
 EOS_QWEN3 = 151645
 TARGET_RATIO = 0.5
 JSON_HEADERS = {"Content-Type": "application/json", "Accept": "application/json"}
@@ -234,17 +240,19 @@ def breakdown(models_dir: Path, data: bytes, rounds: int) -> str:
     from derender.contract.requests import ChatBody
     from derender.core.chat import derender_chat
     from derender.core.registry import ModelRegistry
+    from derender.settings import Settings
 
     adapter: TypeAdapter[Any] = TypeAdapter(ChatBody)
     registry = ModelRegistry(models_dir)
     parsed = json.loads(data)
     body = adapter.validate_python(parsed)
     model = registry.get(body.model)
-    result = derender_chat(body, model, 16384)
+    limit = Settings.max_n_sequences
+    result = derender_chat(body, model, limit)
     steps: list[tuple[str, Callable[[], object]]] = [
         ("json.loads of the body", lambda: json.loads(data)),
         ("pydantic validation (ChatBody union)", lambda: adapter.validate_python(parsed)),
-        ("derender_chat (the core)", lambda: derender_chat(body, model, 16384)),
+        ("derender_chat (the core)", lambda: derender_chat(body, model, limit)),
         ("json_response (json.dumps + Response)", lambda: json_response(result)),
     ]
     series = [Series(label) for label, _ in steps]
@@ -259,6 +267,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--vllm-url", default="http://127.0.0.1:8100",
                         help="vLLM 0.33 render server serving qwen3 (default %(default)s)")
     parser.add_argument("--vllm-model", default="qwen3", help="its served model name")
+    parser.add_argument("--other-name", default=None,
+                        help="the server at --vllm-url is not vLLM but this one (e.g. our "
+                             "previous revision): label it so, and print no target verdict")
     parser.add_argument("--ours-url", default=None,
                         help="use our server already running here instead of starting one")
     parser.add_argument("--port", type=int, default=8000,
@@ -297,7 +308,8 @@ def main(argv: list[str] | None = None) -> int:
         ours = Client(ours_url)
         servers: list[tuple[Series, Client, bytes]] = [(Series("derender (ours)"), ours, data)]
         if have_vllm:
-            servers.append((Series("vLLM 0.33 render"), Client(args.vllm_url), vllm_data))
+            servers.append((Series(args.other_name or "vLLM 0.33 render"), Client(args.vllm_url),
+                            vllm_data))
 
         # Sanity: same content from both before any timing.
         answers = [comparable(call_ok(client, body)) for _, client, body in servers]
@@ -344,10 +356,18 @@ def main(argv: list[str] | None = None) -> int:
         a, b = servers[0][0].stats(), servers[1][0].stats()
         ratio = a["p50"] / b["p50"]
         print()
+        if args.other_name:
+            print(f"ours/{args.other_name}: p50 {ratio:.3f}×, p99 {a['p99'] / b['p99']:.3f}×, "
+                  f"mean {a['mean'] / b['mean']:.3f}×")
+            return _finish(args, data)
         print(f"ours/vLLM: p50 {ratio:.2f}×, p99 {a['p99'] / b['p99']:.2f}× "
               f"(target p50 ≤ {TARGET_RATIO:g}×: "
               + ("met" if ratio <= TARGET_RATIO
                  else f"MISSED, {ratio / TARGET_RATIO:.2f}× the target") + ")")
+    return _finish(args, data)
+
+
+def _finish(args: argparse.Namespace, data: bytes) -> int:
     if not args.no_breakdown:
         print()
         print(breakdown(args.models_dir, data, args.calls))

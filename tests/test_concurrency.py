@@ -46,7 +46,6 @@ import derender.core.chat as chat_module
 import derender.core.completions as completions_module
 import derender.core.registry as registry_module
 import derender.core.streaming as streaming_module
-from derender.app.errors import error_body
 from derender.app.main import parse_body
 from derender.contract.requests import (
     ChatBody,
@@ -125,7 +124,7 @@ def core_post(registry: ModelRegistry, ring: KeyRing, settings: Settings
                 out = ({"chunks": chunks, "stream_state": token} if isinstance(parsed, _BATCHES)
                        else {"chunk": chunks[0], "stream_state": token})
         except DerenderError as exc:
-            return exc.status, error_body(exc)
+            return exc.status, dict(exc.envelope())
         return 200, json.loads(json.dumps(out))  # the shapes a client sees (tuples → lists)
 
     return post

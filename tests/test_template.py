@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from derender import settings
-from derender.app.main import CHAT_PATH, COMPLETIONS_PATH
+from derender.contract import routes
 from tests.conftest import ROOT
 
 READ_ACTIONS = {"ssm:GetParameter", "secretsmanager:GetSecretValue", "kms:Decrypt",
@@ -28,8 +28,9 @@ assert _spec is not None and _spec.loader is not None
 modes = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(modes)
 
-ROUTES = {f"POST {CHAT_PATH}": "ChatCompletionsFunction",
-          f"POST {COMPLETIONS_PATH}": "CompletionsFunction"}
+CHAT_PATH, COMPLETIONS_PATH = routes.CHAT.path, routes.COMPLETIONS.path
+ROUTES = {f"{routes.CHAT.method} {CHAT_PATH}": "ChatCompletionsFunction",
+          f"{routes.COMPLETIONS.method} {COMPLETIONS_PATH}": "CompletionsFunction"}
 JWT = {"JwtIssuer": "https://issuer.example.com/", "JwtAudience": "derender,batch"}
 
 

@@ -62,21 +62,25 @@ from collections.abc import (
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any
 
 import httpx
 
+from derender.contract import routes
+from derender.contract.errors import ErrorType
+from derender.contract.routes import DerenderRoute
+from derender.settings import MAX_BATCH_CHUNKS
+
 JSON = dict[str, Any]
-Route = Literal["chat", "completions"]
+Route = DerenderRoute
 Item = JSON | str | bytes
 
-PATHS: dict[Route, str] = {
-    "chat": "/v1/chat/completions/derender",
-    "completions": "/v1/completions/derender",
-}
-MAX_BATCH = 4096
+PATHS: dict[Route, str] = {name: route.path for name, route in routes.DERENDER.items()}
+MAX_BATCH = MAX_BATCH_CHUNKS
 """Most engine chunks the service takes in one ``generate_chunks`` call."""
-RETRY_STATUSES = frozenset({429, 502, 503, 504})
+RETRY_STATUSES = frozenset({429, 502, ErrorType.SERVICE_UNAVAILABLE.status, 504})
+"""Answers retried: throttling, the gateway's own failures, and ours when no signing key
+could be read (``ServiceUnavailableError``)."""
 RETRY_ERRORS = (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError)
 """Transport failures retried: timeouts, connect/read/write errors, a connection closed or
 reset before the whole answer arrived."""

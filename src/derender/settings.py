@@ -31,6 +31,9 @@ MAX_TOOL_SCHEMA_BYTES = "DERENDER_MAX_TOOL_SCHEMA_BYTES"
 PARSERS = "DERENDER_PARSERS"
 LAMBDA_FUNCTION_NAME = "AWS_LAMBDA_FUNCTION_NAME"
 
+MAX_BATCH_CHUNKS = 4096
+"""Most engine chunks in one ``generate_chunks`` call (a schema limit, not configurable)."""
+
 LAMBDA_LAYER_MODELS = Path("/opt/tokenizers")
 """Where the tokenizer layer's ``tokenizers/`` folder is mounted on Lambda."""
 LOCAL_MODELS = Path("layers/tokenizers")

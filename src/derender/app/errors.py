@@ -1,8 +1,9 @@
-"""vLLM's error envelope, and its rendering of schema validation errors.
+"""vLLM's rendering of schema validation errors in its error envelope.
 
-Every refusal is ``{"error": {"message", "type", "param", "code"}}`` with the HTTP status equal
-to ``code``. Schema errors are type ``Bad Request``: a first line counting the errors, then up
-to ten of pydantic's error dicts (location flattened, input summarised), as vLLM prints them.
+Every refusal is ``{"error": {"message", "type", "param", "code"}}`` with the HTTP status
+equal to ``code`` (``derender.contract.errors``). Schema errors are type ``Bad Request``: a
+first line counting the errors, then up to ten of pydantic's error dicts (location
+flattened, input summarised), as vLLM prints them.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Any
 from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
-from derender.core.errors import DerenderError
+from derender.contract.errors import ErrorResponse, ErrorType, envelope
 
 JSON = dict[str, Any]
 
@@ -29,14 +30,6 @@ _INTERNAL_LOC_SEGMENTS = frozenset({
     "bytes", "bytearray", "list", "tuple", "dict", "set", "frozenset", "complex", "none",
     "nonetype",
 })
-
-
-def envelope(message: str, error_type: str, code: int, param: str | None = None) -> JSON:
-    return {"error": {"message": message, "type": error_type, "param": param, "code": code}}
-
-
-def error_body(error: DerenderError) -> JSON:
-    return envelope(error.message, error.error_type, error.status, error.param)
 
 
 def clean_loc(loc: Sequence[str | int]) -> str:
@@ -61,7 +54,7 @@ def _format(error: JSON) -> str:
     return text[:MAX_ERROR_CHARS] + TRUNCATED if len(text) > MAX_ERROR_CHARS else text
 
 
-def schema_error_body(errors: Sequence[JSON]) -> JSON:
+def schema_error_body(errors: Sequence[JSON]) -> ErrorResponse:
     """The ``Bad Request`` envelope for a list of pydantic-style error dicts."""
     count = len(errors)
     lines = [f"{count} validation {'error' if count == 1 else 'errors'}:"]
@@ -74,7 +67,7 @@ def schema_error_body(errors: Sequence[JSON]) -> JSON:
     if count > MAX_REPORTED_ERRORS:
         lines.append(f"  ...and {count - MAX_REPORTED_ERRORS} more errors")
     param = clean_loc(errors[0]["loc"]) if errors else None
-    return envelope("\n".join(lines).rstrip(), "Bad Request", 400, param)
+    return envelope(ErrorType.SCHEMA, "\n".join(lines).rstrip(), param)
 
 
 def body_errors(exc: ValidationError) -> list[JSON]:
@@ -90,6 +83,6 @@ def _with_body(error: ErrorDetails) -> JSON:
     return out
 
 
-def media_type_error_body() -> JSON:
-    return envelope("1 validation error:\n  Unsupported Media Type: Only 'application/json' is "
-                    "allowed", "Bad Request", 400)
+def media_type_error_body() -> ErrorResponse:
+    return envelope(ErrorType.SCHEMA, "1 validation error:\n  Unsupported Media Type: Only "
+                    "'application/json' is allowed")

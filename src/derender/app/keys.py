@@ -8,7 +8,7 @@ import threading
 from typing import Protocol
 
 from derender.aws.keys import aws_key_provider
-from derender.core.errors import DerenderError
+from derender.contract.errors import ServiceUnavailableError
 from derender.core.state.token import KeyRing
 from derender.settings import (
     SIGNING_KEYS,
@@ -20,11 +20,8 @@ from derender.settings import (
 log = logging.getLogger("derender")
 
 
-class SigningKeyMissingError(DerenderError):
+class SigningKeyMissingError(ServiceUnavailableError):
     """503: streaming needs a signing key and none is configured."""
-
-    status = 503
-    error_type = "ServiceUnavailableError"
 
 
 def key_ring(settings: Settings) -> KeyRing:

@@ -10,23 +10,19 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Callable
-from typing import Any, TypeVar
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from fastapi import FastAPI, Request
 from fastapi.responses import Response
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from derender.app.errors import (
-    body_errors,
-    envelope,
-    error_body,
-    media_type_error_body,
-    schema_error_body,
-)
+from derender.app.errors import body_errors, media_type_error_body, schema_error_body
 from derender.app.keys import key_provider
 from derender.aws.callers import caller_of
 from derender.aws.models import download_models
+from derender.contract import routes
+from derender.contract.errors import DerenderError, ErrorType, envelope
 from derender.contract.requests import (
     ChatBody,
     CompletionBody,
@@ -36,17 +32,29 @@ from derender.contract.requests import (
 from derender.core.bounds import RequestLimits, check_call_budget, check_request_limits
 from derender.core.chat import derender_chat, derender_chat_stream
 from derender.core.completions import derender_completion, derender_completion_stream
-from derender.core.errors import DerenderError
 from derender.core.registry import ModelRegistry, ServedModel
 from derender.core.state.stream import StreamState, decode_state, encode_state
 from derender.core.state.token import sign, verify
 from derender.settings import MAX_BODY_BYTES, Settings
 
+if TYPE_CHECKING:
+    from derender.contract.responses import (
+        ChatCompletion,
+        ChatCompletionChunk,
+        ChatStreamBatchResponse,
+        ChatStreamResponse,
+        CompletionChunk,
+        CompletionStreamBatchResponse,
+        CompletionStreamResponse,
+        Health,
+        ModelList,
+        StreamStateToken,
+        TextCompletion,
+    )
+
 JSON = dict[str, Any]
 Body = TypeVar("Body", bound=BaseModel)
-
-CHAT_PATH = "/v1/chat/completions/derender"
-COMPLETIONS_PATH = "/v1/completions/derender"
+Chunk = TypeVar("Chunk")
 
 log = logging.getLogger("derender")
 
@@ -61,6 +69,24 @@ _COMPLETION_BATCH: TypeAdapter[DerenderCompletionStreamBatchRequest] = TypeAdapt
 _BATCHES = (DerenderChatStreamBatchRequest, DerenderCompletionStreamBatchRequest)
 
 
+def chat_stream_answer(
+    chunks: list[ChatCompletionChunk], token: StreamStateToken, batch: bool,
+) -> ChatStreamResponse | ChatStreamBatchResponse:
+    """A chat stream call's answer: its ``chunks`` (a batch call) or its one ``chunk``."""
+    if batch:
+        return {"chunks": chunks, "stream_state": token}
+    return {"chunk": chunks[0], "stream_state": token}
+
+
+def completion_stream_answer(
+    chunks: list[CompletionChunk], token: StreamStateToken, batch: bool,
+) -> CompletionStreamResponse | CompletionStreamBatchResponse:
+    """A completions stream call's answer: its ``chunks`` (a batch call) or its ``chunk``."""
+    if batch:
+        return {"chunks": chunks, "stream_state": token}
+    return {"chunk": chunks[0], "stream_state": token}
+
+
 class SchemaError(Exception):
     """The body failed validation; carries the error dicts to render."""
 
@@ -69,7 +95,7 @@ class SchemaError(Exception):
         self.errors = errors
 
 
-def json_response(content: JSON, status: int = 200) -> Response:
+def json_response(content: Mapping[str, object], status: int = 200) -> Response:
     try:
         text = json.dumps(content, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
         data = text.encode("utf-8")
@@ -120,9 +146,9 @@ def parse_body(raw: bytes, adapter: TypeAdapter[Any], batch: TypeAdapter[Any]) -
 def _too_large(size: int | None, limit: int) -> Response:
     """413 naming the limit; ``size`` None when the body was not read to its end."""
     body = "Request body" if size is None else f"Request body of {size} bytes"
+    error = ErrorType.REQUEST_TOO_LARGE
     return json_response(envelope(
-        f"{body} exceeds the limit of {limit} bytes ({MAX_BODY_BYTES}).",
-        "RequestTooLargeError", 413), 413)
+        error, f"{body} exceeds the limit of {limit} bytes ({MAX_BODY_BYTES})."), error.status)
 
 
 async def _read_body(request: Request, limit: int) -> bytes | None:
@@ -153,21 +179,23 @@ def create_app(settings: Settings | None = None, registry: ModelRegistry | None 
             models_dir = download_models(settings.models_s3_uri, settings.models_cache_dir)
         registry = ModelRegistry(models_dir, settings.default_model, settings.parsers)
     app = FastAPI(title="derender", version="0.1.0", docs_url=None, redoc_url=None,
+                  openapi_url=routes.OPENAPI.path,
                   description="Token ids from a generate engine back into OpenAI responses.")
     app.state.registry = registry
 
     ring = key_provider(settings)
     app.state.key_provider = ring
-    limits = RequestLimits(settings.max_stop_strings, settings.max_stop_string_chars,
-                           settings.max_tools, settings.max_tool_schema_bytes)
+    limits = RequestLimits.of(settings)
 
     async def handle(request: Request, adapter: TypeAdapter[Any], batch: TypeAdapter[Any],
-                     run: Callable[[Any, ServedModel], JSON],
+                     run: Callable[[Any, ServedModel], Mapping[str, object]],
                      run_stream: Callable[[Any, ServedModel, StreamState | None, int,
                                            str | None],
-                                          tuple[list[JSON], StreamState]]) -> Response:
+                                          tuple[list[Chunk], StreamState]],
+                     answer: Callable[[list[Chunk], str, bool], Mapping[str, object]]
+                     ) -> Response:
         if not _is_json(request):
-            return json_response(media_type_error_body(), 400)
+            return json_response(media_type_error_body(), ErrorType.SCHEMA.status)
         declared = request.headers.get("content-length", "")
         if declared.isdigit() and int(declared) > settings.max_body_bytes:
             return _too_large(int(declared), settings.max_body_bytes)  # before reading it
@@ -189,43 +217,45 @@ def create_app(settings: Settings | None = None, registry: ModelRegistry | None 
             chunks, state = run_stream(body, model, state, settings.state_ttl_seconds,
                                        caller_of(request.scope.get("aws.event")))
             token = sign(keys, encode_state(state))
-            if isinstance(body, _BATCHES):
-                return json_response({"chunks": chunks, "stream_state": token})
-            return json_response({"chunk": chunks[0], "stream_state": token})
+            return json_response(answer(chunks, token, isinstance(body, _BATCHES)))
         except SchemaError as exc:
-            return json_response(schema_error_body(exc.errors), 400)
+            return json_response(schema_error_body(exc.errors), ErrorType.SCHEMA.status)
         except DerenderError as exc:
-            return json_response(error_body(exc), exc.status)
+            return json_response(exc.envelope(), exc.status)
         except Exception:  # a bug: report it in the envelope, never a traceback
             log.exception("derender failed")
-            return json_response(envelope("internal error", "InternalServerError", 500), 500)
+            return json_response(envelope(ErrorType.INTERNAL, "internal error"),
+                                 ErrorType.INTERNAL.status)
 
-    def chat(body: Any, model: ServedModel) -> JSON:
+    def chat(body: Any, model: ServedModel) -> ChatCompletion:
         return derender_chat(body, model, settings.max_n_sequences)
 
-    def completion(body: Any, model: ServedModel) -> JSON:
+    def completion(body: Any, model: ServedModel) -> TextCompletion:
         return derender_completion(body, model, settings.max_n_sequences)
 
     async def chat_derender(request: Request) -> Response:
         """Chat completion (or, with ``stream: true``, one chunk) from engine token ids."""
-        return await handle(request, _CHAT_BODY, _CHAT_BATCH, chat, derender_chat_stream)
+        return await handle(request, _CHAT_BODY, _CHAT_BATCH, chat, derender_chat_stream,
+                            chat_stream_answer)
 
     async def completions_derender(request: Request) -> Response:
         """Text completion (or, with ``stream: true``, one chunk) from engine token ids."""
         return await handle(request, _COMPLETION_BODY, _COMPLETION_BATCH, completion,
-                            derender_completion_stream)
+                            derender_completion_stream, completion_stream_answer)
 
     async def health(request: Request) -> Response:
-        return json_response({"status": "ok"})
+        alive: Health = {"status": "ok"}
+        return json_response(alive)
 
     created = int(time.time())
 
     async def models(request: Request) -> Response:
-        return json_response({"object": "list", "data": [
+        served: ModelList = {"object": "list", "data": [
             {"id": name, "object": "model", "created": created, "owned_by": "derender",
              "root": info.folder.name, "parent": None, "max_model_len": info.max_model_len}
             for info in registry.infos for name in info.served_names
-        ]})
+        ]}
+        return json_response(served)
 
     def openapi() -> JSON:
         from derender.app.openapi import document  # noqa: PLC0415 - built on first use only
@@ -234,8 +264,8 @@ def create_app(settings: Settings | None = None, registry: ModelRegistry | None 
     app.openapi = openapi  # type: ignore[method-assign]
     # Plain Starlette routes: the body is parsed above, so FastAPI's per-request dependency
     # solving would only add latency (about 50 µs a call).
-    app.add_route(CHAT_PATH, chat_derender, methods=["POST"])
-    app.add_route(COMPLETIONS_PATH, completions_derender, methods=["POST"])
-    app.add_route("/health", health, methods=["GET"])
-    app.add_route("/v1/models", models, methods=["GET"])
+    handlers = {routes.CHAT: chat_derender, routes.COMPLETIONS: completions_derender,
+                routes.HEALTH: health, routes.MODELS: models}
+    for route in routes.ROUTES:
+        app.add_route(route.path, handlers[route], methods=[route.method])
     return app

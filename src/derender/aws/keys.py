@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from derender.core.errors import DerenderError
+from derender.contract.errors import ServiceUnavailableError
 from derender.core.state.token import KeyRing
 
 log = logging.getLogger("derender")
@@ -34,11 +34,8 @@ _clock: Callable[[], float] = time.monotonic
 """The provider's clock (tests move it)."""
 
 
-class SigningKeysUnavailableError(DerenderError):
+class SigningKeysUnavailableError(ServiceUnavailableError):
     """503: the key ring could not be read from AWS and none is cached."""
-
-    status = 503
-    error_type = "ServiceUnavailableError"
 
 
 def boto3_client(service: str) -> Any:

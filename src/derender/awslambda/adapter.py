@@ -20,7 +20,6 @@ from typing import Any
 from fastapi import FastAPI
 from mangum import Mangum
 
-from derender.app.errors import envelope
 from derender.app.main import create_app
 from derender.aws.keys import preload_boto3
 from derender.awslambda.snapstart import on_restore, renew_randomness
@@ -31,6 +30,7 @@ from derender.awslambda.telemetry import (
     invocation_record,
     log_line,
 )
+from derender.contract.errors import ErrorType, envelope
 from derender.settings import Settings
 
 log = logging.getLogger("derender")
@@ -54,9 +54,10 @@ def _normalize(event: LambdaEvent) -> LambdaEvent:
 
 
 def _bad_event(reason: str) -> LambdaResponse:
-    body = json.dumps(envelope(f"The request could not be read: {reason}", "Bad Request", 400),
+    error = ErrorType.SCHEMA
+    body = json.dumps(envelope(error, f"The request could not be read: {reason}"),
                       separators=(",", ":"))
-    return {"statusCode": 400, "headers": {"content-type": "application/json"},
+    return {"statusCode": error.status, "headers": {"content-type": "application/json"},
             "multiValueHeaders": {}, "body": body, "isBase64Encoded": False}
 
 

@@ -24,12 +24,13 @@ from pathlib import Path
 from typing import Any
 
 from derender.awslambda.telemetry import event_path
+from derender.contract import routes
+from derender.settings import MODELS_DIR
 
 ROOT = Path(__file__).resolve().parents[2]
 """The checkout holding ``functions/`` and ``layers/`` (when running from one)."""
 FUNCTIONS = ("chat_completions", "completions")
-PATHS = {"/v1/chat/completions/derender": "chat_completions",
-         "/v1/completions/derender": "completions"}
+PATHS = {routes.CHAT.path: "chat_completions", routes.COMPLETIONS.path: "completions"}
 """Path → the function serving it; any other path (``/health``…) goes to the first."""
 
 Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
@@ -72,8 +73,8 @@ def load_handler(function: str) -> Handler:
     """``handler`` of ``functions/<function>/handler.py``, or a fresh ``LambdaHandler()``."""
     if function not in FUNCTIONS:
         raise ValueError(f"unknown function {function!r}; expected one of {FUNCTIONS}")
-    if "DERENDER_MODELS_DIR" not in os.environ and (ROOT / "layers" / "tokenizers").is_dir():
-        os.environ["DERENDER_MODELS_DIR"] = str(ROOT / "layers" / "tokenizers")
+    if MODELS_DIR not in os.environ and (ROOT / "layers" / "tokenizers").is_dir():
+        os.environ[MODELS_DIR] = str(ROOT / "layers" / "tokenizers")
     path = ROOT / "functions" / function / "handler.py"
     if not path.is_file():
         from derender.awslambda.adapter import LambdaHandler  # noqa: PLC0415 (slow import)

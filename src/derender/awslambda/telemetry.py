@@ -14,6 +14,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from derender.contract import routes
+
 NAMESPACE = "derender"
 """CloudWatch namespace of the metrics."""
 DIMENSION = "route"
@@ -25,9 +27,7 @@ METRICS: tuple[tuple[str, str], ...] = (
     ("Tokens", "Count"),
 )
 """(name, unit) of every metric of a record."""
-ROUTES = frozenset({
-    "/v1/chat/completions/derender", "/v1/completions/derender", "/health", "/v1/models",
-})
+ROUTES = frozenset(route.path for route in routes.ROUTES)
 """Paths reported as their own ``route``; any other path is ``other`` (bounded cardinality)."""
 OTHER_ROUTE = "other"
 MAX_USAGE_BODY_BYTES = 1 << 20

@@ -6,8 +6,8 @@ Each body is a plain union of a non-streaming and a streaming model dispatched o
 ``chat_request``/``completion_request`` is the request ``/render`` produced, of which derender
 reads only the post-processing fields declared here.
 
-Responses are built as plain JSON by the core (see ``derender.core.responses``); their shapes
-are OpenAI's ``ChatCompletion``/``Completion`` and their chunk types.
+Responses are typed in ``derender.contract.responses`` (OpenAI's ``ChatCompletion``/
+``Completion`` and their chunk types, as vLLM 0.33 fills them).
 """
 
 from __future__ import annotations
@@ -23,10 +23,8 @@ from pydantic import (
     model_validator,
 )
 
-from derender.core.errors import parameter_error
-
-MAX_BATCH_CHUNKS = 4096
-"""Most engine chunks in one ``generate_chunks`` call (a schema limit)."""
+from derender.contract.errors import parameter_error
+from derender.settings import MAX_BATCH_CHUNKS
 
 
 def _non_negative(ids: list[int] | None) -> list[int] | None:
@@ -62,7 +60,9 @@ class GenerateLogProbCandidate(_Model):
     token_id: int
     """Candidate token id (resolved to its string by derender)."""
     logprob: float
+    """Log probability."""
     rank: int | None = None
+    """Rank among the vocabulary (1 = most likely)."""
 
 
 class GenerateLogProbEntry(_Model):
@@ -71,7 +71,9 @@ class GenerateLogProbEntry(_Model):
     token_id: int
     """The sampled token id."""
     logprob: float
+    """Log probability."""
     rank: int | None = None
+    """Rank among the vocabulary (1 = most likely)."""
     top_logprobs: list[GenerateLogProbCandidate] = Field(default_factory=list)
     """Candidates in engine order (sampled token first, then by rank)."""
 
@@ -89,14 +91,23 @@ class SpeculativeDecodingMetrics(BaseModel):
     model_config = ConfigDict(extra="allow")
 
     mean_acceptance_length: float
+    """Mean accepted length per step."""
     draft_acceptance_rate: float
+    """Share of draft tokens accepted."""
     acceptance_histogram: list[int]
+    """Steps per accepted length."""
     num_spec_steps: int
+    """Speculative steps."""
     num_accepted_draft_tokens: int
+    """Draft tokens accepted."""
     num_draft_tokens: int
+    """Draft tokens proposed."""
     num_spec_tokens: int
+    """Speculative tokens per step."""
     per_step_accepted: list[Any] | None = None
+    """Accepted tokens per step."""
     per_step_drafted: list[Any] | None = None
+    """Drafted tokens per step."""
 
 
 class GenerateMetrics(BaseModel):
@@ -105,19 +116,28 @@ class GenerateMetrics(BaseModel):
     model_config = ConfigDict(extra="allow")
 
     time_to_first_token_ms: float | None = None
+    """Milliseconds to the first token."""
     generation_time_ms: float | None = None
+    """Milliseconds generating."""
     queue_time_ms: float | None = None
+    """Milliseconds queued."""
     mean_itl_ms: float | None = None
+    """Mean inter-token latency in milliseconds."""
     tokens_per_second: float | None = None
+    """Generation throughput."""
     speculative_decoding: SpeculativeDecodingMetrics | None = None
+    """Speculative decoding statistics."""
 
 
 class PromptLogprob(_Model):
     """One prompt position's logprob as the engine reports it (echoed by chat)."""
 
     logprob: float
+    """Log probability."""
     rank: int | None = None
+    """Rank among the vocabulary (1 = most likely)."""
     decoded_token: str | None = None
+    """The token's text, if the engine sent it."""
 
 
 class GenerateChoice(_Model):
@@ -132,6 +152,7 @@ class GenerateChoice(_Model):
     stop_reason: int | str | None = None
     """Stop token id or stop string the engine reported."""
     logprobs: GenerateLogProbs | None = None
+    """Per-position logprobs by id; null for none."""
 
 
 class GenerateTokensResponse(_Model):
@@ -142,41 +163,58 @@ class GenerateTokensResponse(_Model):
     output_mode: Literal["tokens"] = "tokens"
     """Only token output can be derendered; text outputs are already detokenized."""
     choices: list[GenerateChoice]
+    """The engine's sequences (a stream chunk: at most one)."""
     prompt_token_ids: PromptIds = None
     """Seeding fallback; echoed as ``prompt_token_ids`` with ``return_token_ids``."""
     prompt_logprobs: list[dict[str, PromptLogprob] | None] | None = None
     """Echoed by chat, with ``rank``/``decoded_token`` filled as null."""
     metrics: GenerateMetrics | None = None
+    """Engine metrics, passed through to the response."""
     kv_transfer_params: dict[str, Any] | None = None
+    """KV transfer parameters, passed through to the response."""
 
 
 class GenerateStreamChoice(_Model):
     """The (single) sequence of one engine SSE chunk."""
 
     index: int
+    """Choice index (a stream chunk: 0 to 2^31-1)."""
     token_ids: list[int] | None = None
+    """Generated ids of this chunk."""
     finish_reason: str | None = None
+    """Set on the sequence's last chunk."""
     stop_reason: int | str | None = None
+    """Stop token id or stop string the engine reported."""
     logprobs: GenerateLogProbs | None = None
+    """Per-position logprobs of this chunk by id; null for none."""
 
 
 class GenerateUsage(_Model):
     """Engine usage of a stream's final chunk."""
 
     prompt_tokens: int | None = None
+    """Prompt token count reported in usage."""
     completion_tokens: int | None = None
+    """Generated token count."""
     total_tokens: int | None = None
+    """Prompt plus generated tokens."""
 
 
 class GenerateTokensStreamResponse(_Model):
     """One SSE chunk of ``/inference/v1/generate`` in ``tokens`` mode."""
 
     request_id: str = Field(default_factory=_random_request_id)
+    """Becomes the chunk ``id``, verbatim; binds the stream state."""
     output_mode: Literal["tokens"] = "tokens"
+    """Only token output can be derendered."""
     choices: list[GenerateStreamChoice]
+    """The engine's sequences (a stream chunk: at most one)."""
     usage: GenerateUsage | None = None
+    """Engine usage (the stream's final chunk); produces a usage chunk."""
     prompt_token_ids: PromptIds = None
+    """Seeding fallback; echoed with ``return_token_ids``."""
     metrics: GenerateMetrics | None = None
+    """Engine metrics, passed through to the response."""
 
 
 # --------------------------------------------------------------------------- embedded requests
@@ -204,20 +242,31 @@ class _SamplingParams(_Model):
     """Count and length bounded by the service (``DERENDER_MAX_STOP_STRINGS``, 4 as in vLLM,
     and ``DERENDER_MAX_STOP_STRING_CHARS``), checked after the schema."""
     stop_token_ids: list[int] | None = None
+    """Extra ids that stop generation and are dropped from the text."""
     ignore_eos: bool = False
+    """The engine ignored EOS: an EOS id is ordinary text."""
     include_stop_str_in_output: bool = False
+    """Keep the matched stop string in the text."""
     min_tokens: int = 0
+    """Stop tokens and strings count only after this many tokens."""
     logprob_token_ids: list[int] | None = None
+    """Logprobs were requested for these ids (then every candidate is kept); non-empty, needs
+    ``logprobs``."""
     return_token_ids: bool | None = None
+    """Echo prompt and generated ids in the response."""
 
 
 class ChatRequest(_SamplingParams):
     """The chat completion request ``/v1/chat/completions/render`` received."""
 
     messages: list[Any]
+    """The chat messages (not read by derender)."""
     logprobs: bool | None = False
+    """Logprobs were requested."""
     top_logprobs: int | None = 0
+    """Candidates kept per position (-1: all); needs ``logprobs``."""
     include_reasoning: bool = True
+    """False hides reasoning (and logprobs and token ids with it)."""
     tools: list[Any] | None = None
     """Count and each definition's JSON size bounded by the service (``DERENDER_MAX_TOOLS``,
     ``DERENDER_MAX_TOOL_SCHEMA_BYTES``), checked after the schema."""
@@ -225,8 +274,11 @@ class ChatRequest(_SamplingParams):
     """``"none"``, ``"auto"``, ``"required"`` or a named function; ``"auto"`` when tools are
     given without it."""
     parallel_tool_calls: bool | None = True
+    """False keeps only the first tool call."""
     chat_template_kwargs: dict[str, Any] | None = None
+    """Template arguments; ``enable_thinking: false`` turns reasoning off."""
     reasoning_effort: str | None = None
+    """Reasoning effort (``none`` turns reasoning off where the template says so)."""
 
     @model_validator(mode="after")
     def _check(self) -> ChatRequest:
@@ -261,7 +313,9 @@ class CompletionRequest(_SamplingParams):
     """The completion request ``/v1/completions/render`` received."""
 
     prompt: Any = None
+    """The prompt; required and non-empty (not otherwise read by derender)."""
     logprobs: int | None = None
+    """Candidates kept per position is this plus one (-1 or with ``logprob_token_ids``: all)."""
 
     @model_validator(mode="after")
     def _check(self) -> CompletionRequest:
@@ -282,9 +336,11 @@ class DerenderChatRequest(_Model):
     """Non-streaming chat derender: one engine result into a ``chat.completion``."""
 
     stream: Literal[False] = False
+    """Absent or false: the whole answer at once; true: one streaming call."""
     model: str | None = None
     """Served model name; null or empty selects the default model."""
     generate_response: GenerateTokensResponse
+    """The non-streaming ``/inference/v1/generate`` result."""
     prompt_tokens: int | None = None
     """Reported as ``usage.prompt_tokens`` (0 when null)."""
     prompt_token_ids: PromptIds = None
@@ -297,7 +353,9 @@ class DerenderCompletionRequest(_Model):
     """Non-streaming completions derender: one engine result per prompt."""
 
     stream: Literal[False] = False
+    """Absent or false: the whole answer at once; true: one streaming call."""
     model: str | None = None
+    """Served model name; null or empty selects the default model."""
     generate_responses: list[GenerateTokensResponse]
     """One per prompt, in the order ``/v1/completions/render`` returned them."""
     prompt_tokens: list[int] | None = None
@@ -305,6 +363,7 @@ class DerenderCompletionRequest(_Model):
     prompt_token_ids: list[PromptIds] | None = None
     """Per prompt seeding ids; a null entry falls back to that response's."""
     completion_request: CompletionRequest | None = None
+    """The request ``/v1/completions/render`` received (post-processing settings)."""
 
     @model_validator(mode="after")
     def _lengths(self) -> DerenderCompletionRequest:
@@ -322,7 +381,9 @@ class _StreamFields(_Model):
     """Fields every streaming call repeats, whatever the route."""
 
     stream: Literal[True]
+    """Absent or false: the whole answer at once; true: one streaming call."""
     model: str | None = None
+    """Served model name; null or empty selects the default model."""
     stream_state: Any = None
     """Null on the first call, then the token the previous call returned (opaque)."""
     prompt_tokens: int | None = None
@@ -333,12 +394,15 @@ class _StreamFields(_Model):
 
 class _ChatStreamFields(_StreamFields):
     chat_request: ChatRequest | None = None
+    """The request ``/v1/chat/completions/render`` received (post-processing settings);
+    required when the model has a parser."""
 
 
 class DerenderChatStreamRequest(_ChatStreamFields):
     """Streaming chat derender: one engine chunk into one ``chat.completion.chunk``."""
 
     generate_chunk: GenerateTokensStreamResponse
+    """One SSE chunk of ``/inference/v1/generate``."""
 
 
 class DerenderChatStreamBatchRequest(_ChatStreamFields):
@@ -351,12 +415,14 @@ class DerenderChatStreamBatchRequest(_ChatStreamFields):
 
 class _CompletionStreamFields(_StreamFields):
     completion_request: CompletionRequest | None = None
+    """The request ``/v1/completions/render`` received (post-processing settings)."""
 
 
 class DerenderCompletionStreamRequest(_CompletionStreamFields):
     """Streaming completions derender: one engine chunk into one ``text_completion`` chunk."""
 
     generate_chunk: GenerateTokensStreamResponse
+    """One SSE chunk of ``/inference/v1/generate``."""
 
 
 class DerenderCompletionStreamBatchRequest(_CompletionStreamFields):
@@ -364,6 +430,8 @@ class DerenderCompletionStreamBatchRequest(_CompletionStreamFields):
 
     generate_chunks: Annotated[list[GenerateTokensStreamResponse],
                                Field(min_length=1, max_length=MAX_BATCH_CHUNKS)]
+    """Consecutive chunks of one stream (at most ``MAX_BATCH_CHUNKS``); the answer lists
+    one OpenAI chunk per entry."""
 
 
 ChatBody = DerenderChatRequest | DerenderChatStreamRequest

@@ -29,17 +29,25 @@ from derender.settings import (
     MAX_STOP_STRINGS,
     MAX_TOOL_SCHEMA_BYTES,
     MAX_TOOLS,
+    Settings,
 )
 
 
 @dataclass(frozen=True, slots=True)
 class RequestLimits:
-    """Bounds on the embedded ``chat_request`` / ``completion_request`` (from Settings)."""
+    """Bounds on the embedded ``chat_request`` / ``completion_request`` (defaults: the
+    settings' defaults)."""
 
-    max_stop_strings: int = 4
-    max_stop_string_chars: int = 512
-    max_tools: int = 128
-    max_tool_schema_bytes: int = 64 * 1024
+    max_stop_strings: int = Settings.max_stop_strings
+    max_stop_string_chars: int = Settings.max_stop_string_chars
+    max_tools: int = Settings.max_tools
+    max_tool_schema_bytes: int = Settings.max_tool_schema_bytes
+
+    @classmethod
+    def of(cls, settings: Settings) -> RequestLimits:
+        """The limits ``settings`` configure."""
+        return cls(settings.max_stop_strings, settings.max_stop_string_chars,
+                   settings.max_tools, settings.max_tool_schema_bytes)
 
 
 def check_request_limits(request: ChatRequest | CompletionRequest | None,

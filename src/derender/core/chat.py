@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING
 
 from derender.contract.requests import (
     ChatRequest,
@@ -36,7 +36,17 @@ from derender.core.streaming import (
 )
 from derender.core.usage import usage
 
-JSON = dict[str, Any]
+if TYPE_CHECKING:
+    from derender.contract.responses import (
+        ChatChoice,
+        ChatChunkChoice,
+        ChatCompletion,
+        ChatCompletionChunk,
+        ChatDelta,
+        ChatLogprobs,
+        ChatMessage,
+        ToolCall,
+    )
 
 PARSER_NEEDS_PROMPT_IDS = (
     "prompt_token_ids is required when a tool or reasoning parser is configured. Without it "
@@ -58,9 +68,10 @@ def chat_top_logprobs(request: ChatRequest | None) -> int | None:
     return request.top_logprobs
 
 
-def parsed_message(parsing: parsers.ParserSettings, parsed: ParsedDelta,
-                   request_id: str, index: int) -> JSON:
-    """Content, reasoning and tool calls of a whole parsed output (vLLM §7.1 assembly)."""
+def parsed_message(parsing: parsers.ParserSettings, parsed: ParsedDelta, request_id: str,
+                   index: int, message: ChatMessage) -> None:
+    """Content, reasoning and tool calls of a whole parsed output into ``message`` (vLLM
+    §7.1 assembly)."""
     calls: dict[int, list[str]] = {}
     ids: dict[int, str] = {}
     for delta in parsed.calls:
@@ -72,18 +83,20 @@ def parsed_message(parsing: parsers.ParserSettings, parsed: ParsedDelta,
     content: str | None = parsed.content or None
     if parsing.forced:
         content = content or ""
-    message: JSON = {"content": content, "reasoning": parsed.reasoning or None}
+    message["content"] = content
+    message["reasoning"] = parsed.reasoning or None
     if calls:
-        message["tool_calls"] = [
+        tool_calls: list[ToolCall] = [
             {"id": ids.get(i) or parsers.tool_call_id(request_id, index, i, parsing.tool_format),
              "type": "function",
              "function": {"name": name, "arguments": arguments}}
             for i, (name, arguments) in sorted(calls.items())
         ]
-    return message
+        message["tool_calls"] = tool_calls
 
 
-def derender_chat(body: DerenderChatRequest, model: ServedModel, max_n_sequences: int) -> JSON:
+def derender_chat(body: DerenderChatRequest, model: ServedModel, max_n_sequences: int
+                  ) -> ChatCompletion:
     info, vocab = model.info, model.vocab
     response = body.generate_response
     check_response_bounds(response, info, max_n_sequences)
@@ -105,7 +118,7 @@ def derender_chat(body: DerenderChatRequest, model: ServedModel, max_n_sequences
     keep = chat_top_logprobs(request)
     return_ids = bool(request and request.return_token_ids)
 
-    choices: list[JSON] = []
+    choices: list[ChatChoice] = []
     completion_tokens = 0
     for choice in response.choices:
         ids = choice.token_ids
@@ -116,20 +129,20 @@ def derender_chat(body: DerenderChatRequest, model: ServedModel, max_n_sequences
         completion_tokens += len(ids)
         text, stop_reason = sequence_text(text_vocab, seed, ids, choice.finish_reason,
                                           choice.stop_reason, settings)
-        logprobs = None
+        logprobs: ChatLogprobs | None = None
         if choice.logprobs is not None and not hide:
             positions = (resolve_logprobs(vocab, choice.logprobs, keep, ())[0]
                          if choice.logprobs.content is not None else None)
             logprobs = chat_logprobs(positions)
-        message: JSON = {"role": "assistant", "content": text, "refusal": None,
-                         "annotations": None, "audio": None, "function_call": None,
-                         "reasoning": None}
+        message: ChatMessage = {"role": "assistant", "content": text, "refusal": None,
+                                "annotations": None, "audio": None, "function_call": None,
+                                "reasoning": None}
         finish = choice.finish_reason or "stop"
         if parsing is not None:
             # The parser sees only generate_response's prompt ids, as in vLLM (§7.1).
             start = parsers.start(parsing, vocab, response.prompt_token_ids)
             parsed, _ = parsers.step(parsing, start, vocab, text, ids, final=True)
-            message.update(parsed_message(parsing, parsed, response.request_id, choice.index))
+            parsed_message(parsing, parsed, response.request_id, choice.index, message)
             finish = parsers.finish_reason(parsing, finish, "tool_calls" in message) or finish
         choices.append({
             "index": choice.index,
@@ -170,7 +183,7 @@ def derender_chat_stream(
     state: StreamState | None,
     ttl_seconds: int,
     caller: str | None = None,
-) -> tuple[list[JSON], StreamState]:
+) -> tuple[list[ChatCompletionChunk], StreamState]:
     """One ``chat.completion.chunk`` per engine chunk, and the state to continue from (bound
     to ``caller`` when the call has an authenticated one)."""
     info = model.info
@@ -190,14 +203,15 @@ def derender_chat_stream(
     name = body.model or info.name
 
     def render(chunk: GenerateTokensStreamResponse, step: ChoiceStep | None,
-               before: StreamState) -> JSON:
-        choices: list[JSON] = []
+               before: StreamState) -> ChatCompletionChunk:
+        choices: list[ChatChunkChoice] = []
         if step is not None:
-            logprobs = None
+            logprobs: ChatLogprobs | None = None
             if (step.logprobs is not None or step.logprobs_null_content) and not hide:
                 logprobs = chat_logprobs(step.logprobs)
-            delta: JSON = {"role": None if before.role_sent else "assistant",
-                           "content": step.text or None, "reasoning": step.reasoning or None}
+            delta: ChatDelta = {"role": None if before.role_sent else "assistant",
+                                "content": step.text or None,
+                                "reasoning": step.reasoning or None}
             if step.calls:
                 delta["tool_calls"] = [
                     {"id": call.id or parsers.tool_call_id(

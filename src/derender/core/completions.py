@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING
 
 from derender.contract.requests import (
     CompletionRequest,
@@ -34,8 +34,16 @@ from derender.core.streaming import (
     stream_usage,
 )
 from derender.core.usage import usage
+from derender.settings import MAX_N_SEQUENCES
 
-JSON = dict[str, Any]
+if TYPE_CHECKING:
+    from derender.contract.responses import (
+        CompletionChoice,
+        CompletionChunk,
+        CompletionChunkChoice,
+        CompletionLogprobs,
+        TextCompletion,
+    )
 
 
 def completion_keep(request: CompletionRequest | None) -> int | None:
@@ -50,15 +58,15 @@ def completion_keep(request: CompletionRequest | None) -> int | None:
 
 
 def derender_completion(body: DerenderCompletionRequest, model: ServedModel,
-                        max_n_sequences: int) -> JSON:
+                        max_n_sequences: int) -> TextCompletion:
     info, vocab = model.info, model.vocab
     responses = body.generate_responses
     if not responses:
         raise BadRequestError("generate_responses must not be empty")
     if len(responses) > max_n_sequences:
         raise BadRequestError(f"generate_responses count ({len(responses)}) exceeds server maximum "
-                         f"({max_n_sequences}). Set DERENDER_MAX_N_SEQUENCES to increase this "
-                         "limit.")
+                              f"({max_n_sequences}). Set {MAX_N_SEQUENCES} to increase this "
+                              "limit.")
     for response in responses:
         check_response_bounds(response, info, max_n_sequences)
     explicit_prompts = body.prompt_token_ids or [None] * len(responses)
@@ -70,7 +78,7 @@ def derender_completion(body: DerenderCompletionRequest, model: ServedModel,
     keep = completion_keep(request)
     return_ids = bool(request and request.return_token_ids)
 
-    choices: list[JSON] = []
+    choices: list[CompletionChoice] = []
     completion_tokens = 0
     for response, explicit in zip(responses, explicit_prompts, strict=True):
         prompt_ids = explicit if explicit is not None else response.prompt_token_ids
@@ -87,7 +95,7 @@ def derender_completion(body: DerenderCompletionRequest, model: ServedModel,
             completion_tokens += len(ids)
             text, stop_reason = sequence_text(vocab, seed, ids, choice.finish_reason,
                                               choice.stop_reason, settings)
-            logprobs = None
+            logprobs: CompletionLogprobs | None = None
             if choice.logprobs is not None:
                 positions, _ = resolve_logprobs(vocab, choice.logprobs, keep, ())
                 logprobs, _ = completion_logprobs(positions, 0)
@@ -130,7 +138,7 @@ def derender_completion_stream(
     state: StreamState | None,
     ttl_seconds: int,
     caller: str | None = None,
-) -> tuple[list[JSON], StreamState]:
+) -> tuple[list[CompletionChunk], StreamState]:
     """One ``text_completion`` chunk per engine chunk, and the state to continue from (bound
     to ``caller`` when the call has an authenticated one)."""
     info = model.info
@@ -142,10 +150,10 @@ def derender_completion_stream(
     name = body.model or info.name
 
     def render(chunk: GenerateTokensStreamResponse, step: ChoiceStep | None,
-               before: StreamState) -> JSON:
-        choices: list[JSON] = []
+               before: StreamState) -> CompletionChunk:
+        choices: list[CompletionChunkChoice] = []
         if step is not None:
-            logprobs = None
+            logprobs: CompletionLogprobs | None = None
             if step.logprobs is not None or step.logprobs_null_content:
                 logprobs, _ = completion_logprobs(step.logprobs or [], step.text_offset)
             choices.append({

@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from derender.contract.requests import (
     GenerateStreamChoice,
@@ -41,7 +41,10 @@ from derender.core.registry import ServedModel
 from derender.core.state.stream import StopProgress, StreamState, fingerprint
 from derender.core.usage import usage
 
-JSON = dict[str, Any]
+if TYPE_CHECKING:
+    from derender.contract.responses import Usage
+
+Chunk = TypeVar("Chunk")
 Route = Literal["chat", "completions"]
 
 NOT_THIS_STREAM = "stream_state does not belong to this stream"
@@ -239,7 +242,7 @@ def _hold_or_cut(progress: StopProgress, new_text: str, head_chars: int | None,
     return emitted, StopProgress(held, text_chars, head_chars), None
 
 
-def stream_usage(chunk_usage: GenerateUsage | None, prompt_tokens: int | None) -> JSON | None:
+def stream_usage(chunk_usage: GenerateUsage | None, prompt_tokens: int | None) -> Usage | None:
     """Usage of a chunk that reports it: the request's prompt count wins over the engine's."""
     if chunk_usage is None:
         return None
@@ -247,16 +250,15 @@ def stream_usage(chunk_usage: GenerateUsage | None, prompt_tokens: int | None) -
     return usage(prompt, chunk_usage.completion_tokens or 0)
 
 
-Render = Callable[[GenerateTokensStreamResponse, ChoiceStep | None, StreamState], JSON]
-"""Builds a route's chunk from the engine chunk, the step (None without a choice) and the
-state the step started from."""
-
-
 def run_stream(settings: StreamSettings, state: StreamState | None,
                chunks: Sequence[GenerateTokensStreamResponse], prompt_ids: Sequence[int] | None,
-               render: Render) -> tuple[list[JSON], StreamState]:
-    """Derender consecutive chunks of one stream; the same as one call per chunk."""
-    out: list[JSON] = []
+               render: Callable[[GenerateTokensStreamResponse, ChoiceStep | None, StreamState],
+                                Chunk]) -> tuple[list[Chunk], StreamState]:
+    """Derender consecutive chunks of one stream; the same as one call per chunk.
+
+    ``render`` builds a route's chunk from the engine chunk, the step (None without a
+    choice) and the state the step started from."""
+    out: list[Chunk] = []
     choices = [single_choice(chunk, settings.route) for chunk in chunks]
     check_stream_bounds(chunks, prompt_ids, 0 if state is None else state.tokens_seen,
                         settings.model.info)

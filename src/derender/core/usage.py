@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from derender.core.errors import BadRequestError
+
+if TYPE_CHECKING:
+    from derender.contract.responses import Usage
 
 MAX_COUNT = 2**63 - 1
 """Largest token count reported (a 64-bit integer, as clients read it). Counts come from the
@@ -12,7 +15,7 @@ request, unbounded; summed, two of Python's largest parseable integers (4300 dig
 one that no JSON encoder here will write."""
 
 
-def usage(prompt_tokens: int, completion_tokens: int) -> dict[str, Any]:
+def usage(prompt_tokens: int, completion_tokens: int) -> Usage:
     """Token counts; the details are never known to derender."""
     total = prompt_tokens + completion_tokens
     if max(abs(prompt_tokens), abs(completion_tokens), abs(total)) > MAX_COUNT:

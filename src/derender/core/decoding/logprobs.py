@@ -11,15 +11,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from derender.contract.requests import GenerateLogProbs
 from derender.core.decoding.vocab import REPLACEMENT_CHAR, Vocabulary
 
+if TYPE_CHECKING:
+    from derender.contract.responses import ChatLogprobs, CompletionLogprobs
+
 CONTEXT_IDS = 4
 """How many previously sampled ids the correction looks back over (and the state keeps)."""
-
-JSON = dict[str, Any]
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,7 +116,7 @@ def resolve_logprobs(
     return out, running[-CONTEXT_IDS:]
 
 
-def chat_logprobs(positions: list[Resolved] | None) -> JSON | None:
+def chat_logprobs(positions: list[Resolved] | None) -> ChatLogprobs:
     """OpenAI chat shape: ``{"content": [{token, logprob, bytes, top_logprobs}]}``."""
     if positions is None:
         return {"content": None}
@@ -126,7 +127,8 @@ def chat_logprobs(positions: list[Resolved] | None) -> JSON | None:
     ]}
 
 
-def completion_logprobs(positions: list[Resolved], text_offset: int) -> tuple[JSON, int]:
+def completion_logprobs(positions: list[Resolved], text_offset: int
+                        ) -> tuple[CompletionLogprobs, int]:
     """OpenAI completions shape, offsets counted in token-string code points from
     ``text_offset``; returns it and the offset after the last token."""
     offsets: list[int] = []

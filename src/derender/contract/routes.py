@@ -1,0 +1,37 @@
+"""The service's routes, defined once: the app mounts them, the Lambda telemetry names them,
+the client calls them, the OpenAPI document describes them and ``template.yaml`` is checked
+against them (``tests/test_template.py``). Pure Python: the client reads it too."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+DerenderRoute = Literal["chat", "completions"]
+"""The two derender routes by name."""
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    """One route: its method and path, and the name it is known by."""
+
+    name: str
+    method: Literal["GET", "POST"]
+    path: str
+
+
+CHAT = Route("chat", "POST", "/v1/chat/completions/derender")
+"""Engine token ids into a ``chat.completion`` (or chunks); vLLM 0.33's path."""
+COMPLETIONS = Route("completions", "POST", "/v1/completions/derender")
+"""Engine token ids into a ``text_completion`` (or chunks); vLLM 0.33's path."""
+HEALTH = Route("health", "GET", "/health")
+"""Liveness."""
+MODELS = Route("models", "GET", "/v1/models")
+"""The served model names (OpenAI list shape)."""
+OPENAPI = Route("openapi", "GET", "/openapi.json")
+"""The OpenAPI 3.1 document (built on its first request)."""
+
+ROUTES: tuple[Route, ...] = (CHAT, COMPLETIONS, HEALTH, MODELS)
+"""The routes the document describes (every one but the document itself)."""
+DERENDER: dict[DerenderRoute, Route] = {"chat": CHAT, "completions": COMPLETIONS}
+"""The derender routes by name."""
