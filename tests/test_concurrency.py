@@ -20,7 +20,7 @@ threaded Python later. With 32 threads on shared objects:
 - concurrent derendering of the load generator's cases (chat, completions, chat/completions
   streams with state tokens, n > 1, stop strings, logprobs, parser streams) on one shared
   registry, fresh so the models' first loads and the vocabularies' lazily built tables
-  (``Vocabulary._ids``, ``Vocabulary.marked``) are raced as well, answers exactly what the
+  (``Vocabulary._ids``, ``Vocabulary.marked_by``) are raced as well, answers exactly what the
   same cases answer run one after another, with the thread switch interval lowered to make
   the threads interleave inside the core's calls.
 """

@@ -290,6 +290,21 @@ class Vocabulary:
         """Marked vocabularies by table."""
         return {}
 
+    def spellings(self, markup: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
+        """Each marker of ``markup`` and how it appears in text decoded with
+        ``marked_by(markup)``: its stand-in where it is one token, else itself."""
+        last = self._last_spellings
+        if last and last[0][0] is markup:
+            return last[0][1]
+        spell = tuple((marker, marker if self.token_id(marker) is None
+                       else chr(STAND_IN + index)) for index, marker in enumerate(markup))
+        last[:] = [(markup, spell)]
+        return spell
+
+    @functools.cached_property
+    def _last_spellings(self) -> list[tuple[tuple[str, ...], tuple[tuple[str, str], ...]]]:
+        return []
+
     @functools.cached_property
     def _last_marked(self) -> list[tuple[tuple[str, ...], Vocabulary]]:
         """The last table asked for and its marked vocabulary."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -277,14 +277,42 @@ def template_thinking(request: ChatRequest) -> bool:
     return True
 
 
+@dataclass(frozen=True, slots=True)
+class _Pair:
+    """What a model's parsers decide before any request, read from their records once."""
+
+    tool: ToolRecord | None
+    own: ReasoningRecord | None
+    harmony: bool
+    engine_reasoning: bool
+    mode: str | None
+    fmt: ReasoningFormat | None
+    switch: Callable[[dict[str, Any]], bool] | None
+    older_grammar: Callable[[Callable[[str], bool]], bool] | None
+
+
+@functools.cache
+def _pair(reasoning_parser: str | None, tool_parser: str | None) -> _Pair:
+    tool, own = tool_record(tool_parser), reasoning_record(reasoning_parser)
+    engine_reasoning = own is not None and own.machine is Machine.ENGINE
+    return _Pair(
+        tool, own, Machine.HARMONY in (tool and tool.machine, own and own.machine),
+        engine_reasoning, engine_mode(reasoning_parser, tool_parser),
+        reasoning_format(own.name) if own is not None and own.format is not None else None,
+        own.switch.load() if own is not None and own.thinking is Thinking.KWARGS
+        and own.switch is not None else None,
+        tool.older_grammar.load() if tool is not None and tool.older_grammar else None)
+
+
 def parser_settings(reasoning_parser: str | None, tool_parser: str | None,
                     request: ChatRequest, vocab: Vocabulary) -> ParserSettings:
-    tool, own = tool_record(tool_parser), reasoning_record(reasoning_parser)
+    pair = _pair(reasoning_parser, tool_parser)
+    tool, own = pair.tool, pair.own
     tool_parser = None if tool is None else tool.name
     choice: Any = request.tool_choice
     named = isinstance(choice, dict)
     forced = named or choice == "required"
-    if Machine.HARMONY in (tool and tool.machine, own and own.machine):
+    if pair.harmony:
         return ParserSettings(
             reasoning=None, thinking=True, tool_format=tool_parser,
             keep_calls=forced or (choice == "auto" and tool_parser is not None
@@ -293,8 +321,8 @@ def parser_settings(reasoning_parser: str | None, tool_parser: str | None,
             parallel=request.parallel_tool_calls is not False,
             include_reasoning=request.include_reasoning, harmony=True)
     under_none = tool is not None and tool.under_none and not (
-        tool.older_grammar is not None
-        and tool.older_grammar.load()(lambda m: vocab.token_id(m) is not None))
+        pair.older_grammar is not None
+        and pair.older_grammar(lambda m: vocab.token_id(m) is not None))
     tools = (tool is not None
              and (bool(request.tools) or tool.without_tools is WithoutTools.DROPPED)
              and (choice != "none" or under_none))
@@ -302,8 +330,7 @@ def parser_settings(reasoning_parser: str | None, tool_parser: str | None,
                  and not request.tools)
     tools = tools or as_called
     keep = forced or (choice == "auto" and tools and bool(request.tools))
-    engine_reasoning = own is not None and own.machine is Machine.ENGINE
-    mode = engine_mode(reasoning_parser, tool_parser)
+    engine_reasoning, mode = pair.engine_reasoning, pair.mode
     if tool is not None and tool.reads is Reads.WITH_CALLS:
         keep = tools and (forced or choice == "auto")
     elif tool is not None and tool.reads is Reads.EVERY_OUTPUT:
@@ -312,11 +339,9 @@ def parser_settings(reasoning_parser: str | None, tool_parser: str | None,
         tools, keep = True, bool(request.tools) and (forced or choice == "auto")
     elif mode == REASONING_ONLY and own is not None:
         tool_parser, tools, keep = own.reasoning_config, True, False
-    fmt = reasoning_format(own.name) if own is not None and not engine_reasoning else None
-    if own is not None and own.thinking is Thinking.KWARGS and own.switch is not None:
-        on: bool = own.switch.load()(template_kwargs(request))
-    else:
-        on = template_thinking(request)
+    fmt = pair.fmt
+    on = (pair.switch(template_kwargs(request)) if pair.switch is not None
+          else template_thinking(request))
     thinking = on if engine_reasoning else (
         reasoning.switched_on(fmt, request.chat_template_kwargs or {}, on) if fmt else on)
     return ParserSettings(
@@ -326,7 +351,7 @@ def parser_settings(reasoning_parser: str | None, tool_parser: str | None,
         named=named, forced_name=(choice.get("function") or {}).get("name") if named else None,
         parallel=request.parallel_tool_calls is not False,
         include_reasoning=request.include_reasoning,
-        spell=tuple((marker, spelled(vocab, marker)) for marker in MARKUP),
+        spell=vocab.spellings(MARKUP),
         request_tools=tuple(request.tools or ()) if tools else (),
         force_content=forces_content(request), as_called=as_called,
         engine_thinking=engine_reasoning and thinking,
