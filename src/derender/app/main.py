@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import time
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -30,13 +31,17 @@ from derender.aws.models import download_models
 from derender.contract.requests import (
     ChatBody,
     CompletionBody,
+    DerenderChatRequest,
     DerenderChatStreamBatchRequest,
+    DerenderChatStreamRequest,
+    DerenderCompletionRequest,
     DerenderCompletionStreamBatchRequest,
+    DerenderCompletionStreamRequest,
 )
 from derender.core.bounds import RequestLimits, check_request_limits
 from derender.core.chat import derender_chat, derender_chat_stream
 from derender.core.completions import derender_completion, derender_completion_stream
-from derender.core.errors import DerenderError
+from derender.core.errors import BadRequestError, DerenderError
 from derender.core.registry import ModelRegistry, ServedModel
 from derender.core.state.stream import StreamState, decode_state, encode_state
 from derender.core.state.token import sign, verify
@@ -49,6 +54,10 @@ CHAT_PATH = "/v1/chat/completions/derender"
 COMPLETIONS_PATH = "/v1/completions/derender"
 
 log = logging.getLogger("derender")
+
+NON_FINITE = "Out of range float values are not JSON compliant"
+"""vLLM's 400 for a float field given NaN or an infinity as a string ("NaN", "-inf",
+"1e400"): it coerces them, then cannot write its answer."""
 
 _CHAT_BODY: TypeAdapter[ChatBody] = TypeAdapter(ChatBody)
 _COMPLETION_BODY: TypeAdapter[CompletionBody] = TypeAdapter(CompletionBody)
@@ -114,7 +123,29 @@ def parse_body(raw: bytes, adapter: TypeAdapter[Any], batch: TypeAdapter[Any]) -
     try:
         return adapter.validate_python(data)
     except ValidationError as exc:
+        if _only_non_finite(exc):
+            raise BadRequestError(NON_FINITE) from None  # vLLM's answer (fixtures 2900-)
         raise SchemaError(body_errors(exc)) from None
+
+
+_BRANCHES = frozenset(model.__name__ for model in (
+    DerenderChatRequest, DerenderChatStreamRequest, DerenderCompletionRequest,
+    DerenderCompletionStreamRequest))
+
+
+def _only_non_finite(exc: ValidationError) -> bool:
+    """The body would be valid but for non-finite floats: every error (of one branch of the
+    route's union, when the errors are per branch) is ``finite_number``."""
+    errors = exc.errors()
+    # a branch's errors start with its name (``function-after[..., Name]`` with a validator)
+    heads = [(re.findall(r"\w+", str(error["loc"][0])) or [""])[-1] if error["loc"] else ""
+             for error in errors]
+    per_branch = all(head in _BRANCHES for head in heads)
+    groups: dict[object, list[bool]] = {}
+    for error, head in zip(errors, heads, strict=True):
+        key = head if per_branch else None
+        groups.setdefault(key, []).append(error["type"] == "finite_number")
+    return any(all(group) for group in groups.values())
 
 
 def _too_large(size: int | None, limit: int) -> Response:

@@ -46,7 +46,10 @@ PromptIds = Annotated[list[int] | None, AfterValidator(_non_negative_prompt)]
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+    # allow_inf_nan False (here and on the metrics models): float fields refuse NaN and the
+    # infinities also when given as strings ("NaN", "-inf", "1e400"), which pydantic would
+    # otherwise coerce and no JSON answer can carry (issue 22)
+    model_config = ConfigDict(extra="ignore", allow_inf_nan=False)
 
 
 def _random_request_id() -> str:
@@ -86,7 +89,7 @@ class GenerateLogProbs(_Model):
 class SpeculativeDecodingMetrics(BaseModel):
     """Speculative decoding statistics, passed through (unknown keys kept)."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", allow_inf_nan=False)
 
     mean_acceptance_length: float
     draft_acceptance_rate: float
@@ -102,7 +105,7 @@ class SpeculativeDecodingMetrics(BaseModel):
 class GenerateMetrics(BaseModel):
     """Engine timing metrics, passed through to the response (unknown keys kept)."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", allow_inf_nan=False)
 
     time_to_first_token_ms: float | None = None
     generation_time_ms: float | None = None
