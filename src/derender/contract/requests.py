@@ -252,8 +252,8 @@ class ChatRequest(_SamplingParams):
         if isinstance(self.tool_choice, dict):
             function = self.tool_choice.get("function")
             name = function.get("name") if isinstance(function, dict) else None
-            names = [(t.get("function") or {}).get("name") for t in self.tools or []
-                     if isinstance(t, dict)]
+            functions = [t.get("function") for t in self.tools or [] if isinstance(t, dict)]
+            names = [f.get("name") for f in functions if isinstance(f, dict)]
             if name not in names:
                 raise parameter_error("The tool specified in `tool_choice` does not match any "
                                       "of the specified `tools`", "tool_choice")
