@@ -7,11 +7,16 @@ is one JSON parse and one pydantic validation.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
+import os
 import re
+import sys
+import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from fastapi import FastAPI, Request
@@ -45,6 +50,7 @@ from derender.core.errors import BadRequestError, DerenderError
 from derender.core.registry import ModelRegistry, ServedModel
 from derender.core.state.stream import StreamState, decode_state, encode_state
 from derender.core.state.token import sign, verify
+from derender.core.streaming import abandoned
 from derender.settings import MAX_BODY_BYTES, Settings
 
 JSON = dict[str, Any]
@@ -174,6 +180,29 @@ def _is_json(request: Request) -> bool:
     return content_type.split(";", 1)[0].strip().lower() == "application/json"
 
 
+DISCONNECT_POLL_SECONDS = 0.05
+SWITCH_INTERVAL_SECONDS = 0.001
+"""How often a call on the worker pool checks whether its client is still connected."""
+
+
+def worker_pool(settings: Settings) -> ThreadPoolExecutor | None:
+    """Threads for the CPU work of large calls (``DERENDER_WORKER_THREADS``; 0: one per
+    core), so that one slow call does not hold up the event loop; None on Lambda (one call
+    per container at a time: nothing to keep responsive) or with ``-1``.
+
+    Threads share the interpreter lock: they keep the loop answering, they do not add cores.
+    More throughput takes more processes (``uvicorn --workers N``, README).
+    """
+    count = settings.worker_threads
+    if settings.on_lambda or count < 0:
+        return None
+    # the loop thread waits for the interpreter lock at most this long per turn (default
+    # 5 ms, and answering /health takes several turns) while a worker computes
+    sys.setswitchinterval(min(sys.getswitchinterval(), SWITCH_INTERVAL_SECONDS))
+    return ThreadPoolExecutor(max_workers=count or os.cpu_count() or 1,
+                              thread_name_prefix="derender-work")
+
+
 def create_app(settings: Settings | None = None, registry: ModelRegistry | None = None
                ) -> FastAPI:
     """The service; ``settings`` default to the environment."""
@@ -191,6 +220,8 @@ def create_app(settings: Settings | None = None, registry: ModelRegistry | None 
     app.state.key_provider = ring
     limits = RequestLimits(settings.max_stop_strings, settings.max_stop_string_chars,
                            settings.max_tools, settings.max_tool_schema_bytes)
+    pool = worker_pool(settings)
+    app.state.worker_pool = pool
 
     async def handle(request: Request, adapter: TypeAdapter[Any], batch: TypeAdapter[Any],
                      run: Callable[[Any, ServedModel], JSON],
@@ -205,6 +236,27 @@ def create_app(settings: Settings | None = None, registry: ModelRegistry | None 
         raw = await _read_body(request, settings.max_body_bytes)
         if raw is None:
             return _too_large(None, settings.max_body_bytes)
+        event = request.scope.get("aws.event")
+        if pool is None or len(raw) <= settings.inline_body_bytes:
+            return work(raw, adapter, batch, run, run_stream, event)
+        # a large body: its CPU work runs on the pool, the loop keeps answering (/health)
+        gone = threading.Event()
+        future = asyncio.get_running_loop().run_in_executor(
+            pool, work, raw, adapter, batch, run, run_stream, event, gone.is_set)
+        while True:
+            done, _ = await asyncio.wait({future}, timeout=DISCONNECT_POLL_SECONDS)
+            if done:
+                return future.result()
+            if not gone.is_set() and await request.is_disconnected():
+                gone.set()  # a streaming call stops before its next chunk
+
+    def work(raw: bytes, adapter: TypeAdapter[Any], batch: TypeAdapter[Any],
+             run: Callable[[Any, ServedModel], JSON],
+             run_stream: Callable[[Any, ServedModel, StreamState | None, int, str | None],
+                                  tuple[list[JSON], StreamState]],
+             event: Any, gone: Callable[[], bool] | None = None) -> Response:
+        """A call's CPU work: parse, derender, sign and write the answer."""
+        reset = None if gone is None else abandoned.set(gone)
         try:
             body = parse_body(raw, adapter, batch)
             model = registry.get(body.model)
@@ -217,7 +269,7 @@ def create_app(settings: Settings | None = None, registry: ModelRegistry | None 
             if body.stream_state is not None:
                 state = decode_state(verify(keys, body.stream_state, settings.max_state_chars))
             chunks, state = run_stream(body, model, state, settings.state_ttl_seconds,
-                                       caller_of(request.scope.get("aws.event")))
+                                       caller_of(event))
             token = sign(keys, encode_state(state))
             if isinstance(body, _BATCHES):
                 return json_response({"chunks": chunks, "stream_state": token})
@@ -229,6 +281,9 @@ def create_app(settings: Settings | None = None, registry: ModelRegistry | None 
         except Exception:  # a bug: report it in the envelope, never a traceback
             log.exception("derender failed")
             return json_response(envelope("internal error", "InternalServerError", 500), 500)
+        finally:
+            if reset is not None:
+                abandoned.reset(reset)
 
     def chat(body: Any, model: ServedModel) -> JSON:
         return derender_chat(body, model, settings.max_n_sequences)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -36,7 +37,7 @@ from derender.core.decoding.stops import (
     stop_string_candidates,
 )
 from derender.core.decoding.vocab import Vocabulary
-from derender.core.errors import BadRequestError
+from derender.core.errors import BadRequestError, DerenderError
 from derender.core.parsers import ParserSettings
 from derender.core.parsers.tools import ToolCallDelta
 from derender.core.registry import ServedModel
@@ -48,6 +49,18 @@ JSON = dict[str, Any]
 Route = Literal["chat", "completions"]
 
 NOT_THIS_STREAM = "stream_state does not belong to this stream"
+
+abandoned: ContextVar[Callable[[], bool] | None] = ContextVar("abandoned", default=None)
+"""Set by the app around a call whose client may go away: true once it has; a stream call
+then stops before its next chunk (``CallAbandonedError``)."""
+
+
+class CallAbandonedError(DerenderError):
+    """The client went away during the call; nobody reads the answer (499, as nginx logs)."""
+
+    status = 499
+    error_type = "ClientClosedRequest"
+
 MAX_CHOICE_INDEX = 1 << 31
 
 
@@ -288,7 +301,10 @@ def run_stream(settings: StreamSettings, state: StreamState | None,
     choices = [single_choice(chunk, settings.route) for chunk in chunks]
     check_stream_bounds(chunks, prompt_ids, 0 if state is None else state.tokens_seen,
                         settings.model.info)
+    gone = abandoned.get()
     for chunk, choice in zip(chunks, choices, strict=True):
+        if gone is not None and gone():
+            raise CallAbandonedError("the client closed the connection")
         current = open_stream(settings, state, chunk, prompt_ids)
         step = None
         after = current
