@@ -309,7 +309,8 @@ def core_breakdown(position: Position, model: ServedModel, rounds: int) -> str:
     parser_args = (info.reasoning_parser, info.tool_parser, request, *extra)
     parsing = parsers.parser_settings(*parser_args)
     settings = StreamSettings("chat", model, decode_settings(request, info.has_parser),
-                              chat_top_logprobs(request), TTL_SECONDS, parsing)
+                              chat_top_logprobs(request), TTL_SECONDS, parsing,
+                              request=request)
     text_vocab = getattr(settings, "text_vocab", model.vocab)
     chunk = body.generate_chunk
     choice = chunk.choices[0]
@@ -328,10 +329,11 @@ def core_breakdown(position: Position, model: ServedModel, rounds: int) -> str:
          lambda: derender_chat_stream(body, model, state, TTL_SECONDS)),
         ("  parser_settings (from chat_request: tools, tool_choice, template kwargs)",
          lambda: parsers.parser_settings(*parser_args)),
-        ("  StreamSettings: decode_settings + chat_top_logprobs",
+        ("  StreamSettings: decode_settings + chat_top_logprobs + request digest",
          lambda: StreamSettings("chat", model, decode_settings(request, info.has_parser),
-                                chat_top_logprobs(request), TTL_SECONDS, parsing)),
-        ("  open_stream (binding fingerprint incl. parser settings: repr + SHA-256)",
+                                chat_top_logprobs(request), TTL_SECONDS, parsing,
+                                request=request)),
+        ("  open_stream (binding: request digest + request id, SHA-256)",
          lambda: open_stream(settings, state, chunk, body.prompt_token_ids)),
         ("  advance (checks, detokenize, stop hold-back, parsers, new state)",
          lambda: advance(settings, state, choice)),

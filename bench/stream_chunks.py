@@ -211,7 +211,8 @@ def stage_breakdown(position: Position, model: ServedModel, rounds: int) -> str:
     payload = verify(RING, token, MAX_STATE_CHARS)
     state = decode_state(payload)
     settings = StreamSettings("chat", model, decode_settings(body.chat_request),
-                              chat_top_logprobs(body.chat_request), TTL_SECONDS)
+                              chat_top_logprobs(body.chat_request), TTL_SECONDS,
+                              request=body.chat_request)
     chunk = body.generate_chunk
     choice = chunk.choices[0]
     _, after = derender_chat_stream(body, model, state, TTL_SECONDS)
@@ -227,12 +228,13 @@ def stage_breakdown(position: Position, model: ServedModel, rounds: int) -> str:
         ("decode_state (Python varint reader)", lambda: decode_state(payload)),
         ("derender_chat_stream (all of it)",
          lambda: derender_chat_stream(body, model, state, TTL_SECONDS)),
-        ("  StreamSettings: decode_settings + chat_top_logprobs",
+        ("  StreamSettings: decode_settings + chat_top_logprobs + request digest",
          lambda: StreamSettings("chat", model, decode_settings(body.chat_request),
-                                chat_top_logprobs(body.chat_request), TTL_SECONDS)),
+                                chat_top_logprobs(body.chat_request), TTL_SECONDS,
+                                request=body.chat_request)),
         ("  stream_chunks(body) (getattr of an absent field on a pydantic model)",
          lambda: stream_chunks(body)),
-        ("  open_stream (binding fingerprint: repr + SHA-256, checks)",
+        ("  open_stream (binding: request digest + request id, checks)",
          lambda: open_stream(settings, state, chunk, body.prompt_token_ids)),
         ("  advance (checks, stop token, detokenize, hold-back, new state)",
          lambda: advance(settings, state, choice)),

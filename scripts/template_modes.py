@@ -33,7 +33,7 @@ REGION = "us-east-1"
 # AuthMode iam/jwt/none, FunctionUrls on/off, SnapStart on/off, provisioned concurrency,
 # reserved concurrency set/unset (and 0), throttling, each key source and the models bucket.
 MODES: dict[str, dict[str, str]] = {
-    "defaults": {},  # AuthMode iam, no function URLs, no reserved concurrency
+    "defaults": {},  # AuthMode iam, no function URLs, reserved concurrency 100 per function
     "iam-urls-limits": {
         "FunctionUrls": "true",
         "ThrottlingRateLimit": "50",
@@ -61,7 +61,8 @@ MODES: dict[str, dict[str, str]] = {
         "JwtAudience": "derender",
         "CompletionsReservedConcurrency": "0",
     },
-    "none": {"AuthMode": "none", "FunctionUrls": "true"},
+    "none": {"AuthMode": "none", "FunctionUrls": "true",
+             "ChatCompletionsReservedConcurrency": "-1", "CompletionsReservedConcurrency": "-1"},
 }
 
 

@@ -71,7 +71,7 @@ def test_error_types_carry_their_status() -> None:
     """The statuses the README's error table and vLLM's envelope give each type."""
     assert {e.value: e.status for e in ErrorType} == {
         "Bad Request": 400, "BadRequestError": 400, "NotFoundError": 404,
-        "RequestTooLargeError": 413, "InternalServerError": 500,
+        "RequestTooLargeError": 413, "ClientClosedRequest": 499, "InternalServerError": 500,
         "ServiceUnavailableError": 503}
     assert all(e.description for e in ErrorType)
     for error, status in ((BadRequestError("m"), 400), (NotFoundError("m", "model"), 404),

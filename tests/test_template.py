@@ -357,6 +357,20 @@ def test_reserved_concurrency_is_set_only_when_given(
             assert props["ReservedConcurrentExecutions"] == value
 
 
+def test_the_defaults_cap_each_function_and_open_no_function_url(
+        template: dict[str, Any]) -> None:
+    """Issue 22: reserved concurrency set by default (the only cap a function URL has), and
+    function URLs only when asked for."""
+    params = template["Parameters"]
+    assert params["FunctionUrls"]["Default"] == "false"
+    deployed = deploy(template, modes.MODES["defaults"])
+    for name, props in deployed.of_type("AWS::Lambda::Function").items():
+        default = params[name.removesuffix("Function") + "ReservedConcurrency"]["Default"]
+        assert 0 < default <= 450  # two of them leave Lambda's 100 of a 1,000 quota free
+        assert props["ReservedConcurrentExecutions"] == str(default)
+    assert not deployed.of_type("AWS::Lambda::Url")
+
+
 def test_the_modes_cover_every_switch() -> None:
     seen: dict[str, set[str]] = {}
     for overrides in modes.MODES.values():

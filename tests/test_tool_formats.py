@@ -134,7 +134,7 @@ def test_the_stream_state_carries_the_format_tag() -> None:
                       (pythonic.FORMAT, "[get_weather(q='a" + "b" * 600),
                       (hermes.FORMAT, '<tool_call>{"na')):
         _, _, tools = fmt.feed(fmt.start(), text, False, ToolContext())
-        state = StreamState(fingerprint=b"12345678", issued_at=1,
+        state = StreamState(fingerprint=b"0123456789abcdef", issued_at=1,
                             parser=parsers.ParserState(ReasoningState(True, "<thi"), tools, True,
                                                        tool_tag=parsers.tag_of(fmt.name)))
         fields = fields_of(state)

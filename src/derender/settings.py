@@ -29,6 +29,8 @@ MAX_STOP_STRING_CHARS = "DERENDER_MAX_STOP_STRING_CHARS"
 MAX_TOOLS = "DERENDER_MAX_TOOLS"
 MAX_TOOL_SCHEMA_BYTES = "DERENDER_MAX_TOOL_SCHEMA_BYTES"
 PARSERS = "DERENDER_PARSERS"
+WORKER_THREADS = "DERENDER_WORKER_THREADS"
+INLINE_BODY_BYTES = "DERENDER_INLINE_BODY_BYTES"
 LAMBDA_FUNCTION_NAME = "AWS_LAMBDA_FUNCTION_NAME"
 
 MAX_BATCH_CHUNKS = 4096
@@ -101,6 +103,12 @@ class Settings:
     ``folder:reasoning:tool[,...]`` (an empty name is none)."""
     on_lambda: bool = False
     """Running inside AWS Lambda: streaming refuses to work without a configured key."""
+    worker_threads: int = 0
+    """Threads doing the CPU work of large calls off the event loop (0: one per core; -1:
+    none, everything on the loop). Not used on Lambda."""
+    inline_body_bytes: int = 16 * 1024
+    """Bodies up to this size are worked on the event loop (cheaper for small calls); larger
+    ones on the worker threads."""
 
     def __post_init__(self) -> None:
         if self.signing_keys_ssm_parameter and self.signing_keys_secret:
@@ -138,6 +146,8 @@ class Settings:
             max_tool_schema_bytes=_int(env, MAX_TOOL_SCHEMA_BYTES, cls.max_tool_schema_bytes),
             parsers=_parsers(env.get(PARSERS) or ""),
             on_lambda=bool(env.get(LAMBDA_FUNCTION_NAME)),
+            worker_threads=_int(env, WORKER_THREADS, cls.worker_threads),
+            inline_body_bytes=_int(env, INLINE_BODY_BYTES, cls.inline_body_bytes),
         )
 
 

@@ -60,7 +60,10 @@ class ConfiguredKeyRing:
 
     def __init__(self, settings: Settings) -> None:
         self._settings = settings
-        self._ring: KeyRing | None = None
+        # a configured ring is parsed now, so a malformed one (a key id given twice, a
+        # short key) stops the start-up rather than failing every streaming call
+        self._ring: KeyRing | None = (KeyRing.parse(settings.signing_keys)
+                                      if settings.signing_keys else None)
         self._lock = threading.Lock()
 
     def __call__(self) -> KeyRing:

@@ -7,10 +7,16 @@ is one JSON parse and one pydantic validation.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
+import os
+import re
+import sys
+import threading
 import time
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from fastapi import FastAPI, Request
@@ -22,12 +28,16 @@ from derender.app.keys import key_provider
 from derender.aws.callers import caller_of
 from derender.aws.models import download_models
 from derender.contract import routes
-from derender.contract.errors import DerenderError, ErrorType, envelope
+from derender.contract.errors import BadRequestError, DerenderError, ErrorType, envelope
 from derender.contract.requests import (
     ChatBody,
     CompletionBody,
+    DerenderChatRequest,
     DerenderChatStreamBatchRequest,
+    DerenderChatStreamRequest,
+    DerenderCompletionRequest,
     DerenderCompletionStreamBatchRequest,
+    DerenderCompletionStreamRequest,
 )
 from derender.core.bounds import RequestLimits, check_call_budget, check_request_limits
 from derender.core.chat import derender_chat, derender_chat_stream
@@ -35,6 +45,7 @@ from derender.core.completions import derender_completion, derender_completion_s
 from derender.core.registry import ModelRegistry, ServedModel
 from derender.core.state.stream import StreamState, decode_state, encode_state
 from derender.core.state.token import sign, verify
+from derender.core.streaming import abandoned
 from derender.settings import MAX_BODY_BYTES, Settings
 
 if TYPE_CHECKING:
@@ -57,6 +68,10 @@ Body = TypeVar("Body", bound=BaseModel)
 Chunk = TypeVar("Chunk")
 
 log = logging.getLogger("derender")
+
+NON_FINITE = "Out of range float values are not JSON compliant"
+"""vLLM's 400 for a float field given NaN or an infinity as a string ("NaN", "-inf",
+"1e400"): it coerces them, then cannot write its answer."""
 
 _CHAT_BODY: TypeAdapter[ChatBody] = TypeAdapter(ChatBody)
 _COMPLETION_BODY: TypeAdapter[CompletionBody] = TypeAdapter(CompletionBody)
@@ -140,7 +155,29 @@ def parse_body(raw: bytes, adapter: TypeAdapter[Any], batch: TypeAdapter[Any]) -
     try:
         return adapter.validate_python(data)
     except ValidationError as exc:
+        if _only_non_finite(exc):
+            raise BadRequestError(NON_FINITE) from None  # vLLM's answer (fixtures 2900-)
         raise SchemaError(body_errors(exc)) from None
+
+
+_BRANCHES = frozenset(model.__name__ for model in (
+    DerenderChatRequest, DerenderChatStreamRequest, DerenderCompletionRequest,
+    DerenderCompletionStreamRequest))
+
+
+def _only_non_finite(exc: ValidationError) -> bool:
+    """The body would be valid but for non-finite floats: every error (of one branch of the
+    route's union, when the errors are per branch) is ``finite_number``."""
+    errors = exc.errors()
+    # a branch's errors start with its name (``function-after[..., Name]`` with a validator)
+    heads = [(re.findall(r"\w+", str(error["loc"][0])) or [""])[-1] if error["loc"] else ""
+             for error in errors]
+    per_branch = all(head in _BRANCHES for head in heads)
+    groups: dict[object, list[bool]] = {}
+    for error, head in zip(errors, heads, strict=True):
+        key = head if per_branch else None
+        groups.setdefault(key, []).append(error["type"] == "finite_number")
+    return any(all(group) for group in groups.values())
 
 
 def _too_large(size: int | None, limit: int) -> Response:
@@ -169,6 +206,29 @@ def _is_json(request: Request) -> bool:
     return content_type.split(";", 1)[0].strip().lower() == "application/json"
 
 
+DISCONNECT_POLL_SECONDS = 0.05
+SWITCH_INTERVAL_SECONDS = 0.001
+"""How often a call on the worker pool checks whether its client is still connected."""
+
+
+def worker_pool(settings: Settings) -> ThreadPoolExecutor | None:
+    """Threads for the CPU work of large calls (``DERENDER_WORKER_THREADS``; 0: one per
+    core), so that one slow call does not hold up the event loop; None on Lambda (one call
+    per container at a time: nothing to keep responsive) or with ``-1``.
+
+    Threads share the interpreter lock: they keep the loop answering, they do not add cores.
+    More throughput takes more processes (``uvicorn --workers N``, README).
+    """
+    count = settings.worker_threads
+    if settings.on_lambda or count < 0:
+        return None
+    # the loop thread waits for the interpreter lock at most this long per turn (default
+    # 5 ms, and answering /health takes several turns) while a worker computes
+    sys.setswitchinterval(min(sys.getswitchinterval(), SWITCH_INTERVAL_SECONDS))
+    return ThreadPoolExecutor(max_workers=count or os.cpu_count() or 1,
+                              thread_name_prefix="derender-work")
+
+
 def create_app(settings: Settings | None = None, registry: ModelRegistry | None = None
                ) -> FastAPI:
     """The service; ``settings`` default to the environment."""
@@ -186,6 +246,8 @@ def create_app(settings: Settings | None = None, registry: ModelRegistry | None 
     ring = key_provider(settings)
     app.state.key_provider = ring
     limits = RequestLimits.of(settings)
+    pool = worker_pool(settings)
+    app.state.worker_pool = pool
 
     async def handle(request: Request, adapter: TypeAdapter[Any], batch: TypeAdapter[Any],
                      run: Callable[[Any, ServedModel], Mapping[str, object]],
@@ -202,6 +264,28 @@ def create_app(settings: Settings | None = None, registry: ModelRegistry | None 
         raw = await _read_body(request, settings.max_body_bytes)
         if raw is None:
             return _too_large(None, settings.max_body_bytes)
+        event = request.scope.get("aws.event")
+        if pool is None or len(raw) <= settings.inline_body_bytes:
+            return work(raw, adapter, batch, run, run_stream, answer, event)
+        # a large body: its CPU work runs on the pool, the loop keeps answering (/health)
+        gone = threading.Event()
+        future = asyncio.get_running_loop().run_in_executor(
+            pool, work, raw, adapter, batch, run, run_stream, answer, event, gone.is_set)
+        while True:
+            done, _ = await asyncio.wait({future}, timeout=DISCONNECT_POLL_SECONDS)
+            if done:
+                return future.result()
+            if not gone.is_set() and await request.is_disconnected():
+                gone.set()  # a streaming call stops before its next chunk
+
+    def work(raw: bytes, adapter: TypeAdapter[Any], batch: TypeAdapter[Any],
+             run: Callable[[Any, ServedModel], Mapping[str, object]],
+             run_stream: Callable[[Any, ServedModel, StreamState | None, int, str | None],
+                                  tuple[list[Chunk], StreamState]],
+             answer: Callable[[list[Chunk], str, bool], Mapping[str, object]],
+             event: Any, gone: Callable[[], bool] | None = None) -> Response:
+        """A call's CPU work: parse, derender, sign and write the answer."""
+        reset = None if gone is None else abandoned.set(gone)
         try:
             body = parse_body(raw, adapter, batch)
             model = registry.get(body.model)
@@ -215,7 +299,7 @@ def create_app(settings: Settings | None = None, registry: ModelRegistry | None 
             if body.stream_state is not None:
                 state = decode_state(verify(keys, body.stream_state, settings.max_state_chars))
             chunks, state = run_stream(body, model, state, settings.state_ttl_seconds,
-                                       caller_of(request.scope.get("aws.event")))
+                                       caller_of(event))
             token = sign(keys, encode_state(state))
             return json_response(answer(chunks, token, isinstance(body, _BATCHES)))
         except SchemaError as exc:
@@ -226,6 +310,9 @@ def create_app(settings: Settings | None = None, registry: ModelRegistry | None 
             log.exception("derender failed")
             return json_response(envelope(ErrorType.INTERNAL, "internal error"),
                                  ErrorType.INTERNAL.status)
+        finally:
+            if reset is not None:
+                abandoned.reset(reset)
 
     def chat(body: Any, model: ServedModel) -> ChatCompletion:
         return derender_chat(body, model, settings.max_n_sequences)

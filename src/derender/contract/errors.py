@@ -44,6 +44,9 @@ class ErrorType(StrEnum):
     NOT_FOUND = ("NotFoundError", 404, "`model` is not a served name (`param: model`)")
     REQUEST_TOO_LARGE = ("RequestTooLargeError", 413,
                          "the body exceeds `DERENDER_MAX_BODY_BYTES`")
+    CLIENT_CLOSED = ("ClientClosedRequest", 499,
+                     "local server only: the client went away during a call worked on the "
+                     "pool; nobody reads the answer (as nginx logs it)")
     INTERNAL = ("InternalServerError", 500,
                 "never expected: a bug, reported without details")
     SERVICE_UNAVAILABLE = ("ServiceUnavailableError", 503,

@@ -44,7 +44,10 @@ PromptIds = Annotated[list[int] | None, AfterValidator(_non_negative_prompt)]
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+    # allow_inf_nan False (here and on the metrics models): float fields refuse NaN and the
+    # infinities also when given as strings ("NaN", "-inf", "1e400"), which pydantic would
+    # otherwise coerce and no JSON answer can carry (issue 22)
+    model_config = ConfigDict(extra="ignore", allow_inf_nan=False)
 
 
 def _random_request_id() -> str:
@@ -88,7 +91,7 @@ class GenerateLogProbs(_Model):
 class SpeculativeDecodingMetrics(BaseModel):
     """Speculative decoding statistics, passed through (unknown keys kept)."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", allow_inf_nan=False)
 
     mean_acceptance_length: float
     """Mean accepted length per step."""
@@ -113,7 +116,7 @@ class SpeculativeDecodingMetrics(BaseModel):
 class GenerateMetrics(BaseModel):
     """Engine timing metrics, passed through to the response (unknown keys kept)."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", allow_inf_nan=False)
 
     time_to_first_token_ms: float | None = None
     """Milliseconds to the first token."""
@@ -301,8 +304,8 @@ class ChatRequest(_SamplingParams):
         if isinstance(self.tool_choice, dict):
             function = self.tool_choice.get("function")
             name = function.get("name") if isinstance(function, dict) else None
-            names = [(t.get("function") or {}).get("name") for t in self.tools or []
-                     if isinstance(t, dict)]
+            functions = [t.get("function") for t in self.tools or [] if isinstance(t, dict)]
+            names = [f.get("name") for f in functions if isinstance(f, dict)]
             if name not in names:
                 raise parameter_error("The tool specified in `tool_choice` does not match any "
                                       "of the specified `tools`", "tool_choice")

@@ -197,7 +197,7 @@ def derender_chat_stream(
         parsing = parsers.parser_settings(info.reasoning_parser, info.tool_parser, request,
                                           model.vocab)
     settings = StreamSettings("chat", model, decode_settings(request, info.has_parser),
-                              chat_top_logprobs(request), ttl_seconds, parsing, caller)
+                              chat_top_logprobs(request), ttl_seconds, parsing, caller, request)
     hide = parsing is not None and not parsing.include_reasoning
     return_ids = bool(request and request.return_token_ids) and not hide
     name = body.model or info.name

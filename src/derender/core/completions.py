@@ -145,7 +145,8 @@ def derender_completion_stream(
     request = body.completion_request
     check_prompt_length(body.prompt_token_ids, info)
     settings = StreamSettings("completions", model, decode_settings(request),
-                              completion_keep(request), ttl_seconds, caller=caller)
+                              completion_keep(request), ttl_seconds, caller=caller,
+                              request=request)
     return_ids = bool(request and request.return_token_ids)
     name = body.model or info.name
 

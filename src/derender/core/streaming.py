@@ -11,10 +11,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from contextvars import ContextVar
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
+from derender.contract.errors import ErrorType
 from derender.contract.requests import (
+    ChatRequest,
+    CompletionRequest,
     GenerateStreamChoice,
     GenerateTokensStreamResponse,
     GenerateUsage,
@@ -34,11 +38,12 @@ from derender.core.decoding.stops import (
     stop_string_candidates,
 )
 from derender.core.decoding.vocab import Vocabulary
-from derender.core.errors import BadRequestError
+from derender.core.errors import BadRequestError, DerenderError
 from derender.core.parsers import ParserSettings
 from derender.core.parsers.tools import ToolCallDelta
 from derender.core.registry import ServedModel
-from derender.core.state.stream import StopProgress, StreamState, fingerprint
+from derender.core.state.canonical import canonical_json
+from derender.core.state.stream import StopProgress, StreamState, fingerprint, request_digest
 from derender.core.usage import usage
 
 if TYPE_CHECKING:
@@ -48,6 +53,17 @@ Chunk = TypeVar("Chunk")
 Route = Literal["chat", "completions"]
 
 NOT_THIS_STREAM = "stream_state does not belong to this stream"
+
+abandoned: ContextVar[Callable[[], bool] | None] = ContextVar("abandoned", default=None)
+"""Set by the app around a call whose client may go away: true once it has; a stream call
+then stops before its next chunk (``CallAbandonedError``)."""
+
+
+class CallAbandonedError(DerenderError):
+    """The client went away during the call; nobody reads the answer (499, as nginx logs)."""
+
+    error_type = ErrorType.CLIENT_CLOSED
+
 MAX_CHOICE_INDEX = 1 << 31
 
 
@@ -65,28 +81,53 @@ class StreamSettings:
     """Reasoning/tool parsing (chat with a parser configured)."""
     caller: str | None = None
     """The authenticated caller (``derender.aws.callers``); None where the call names none."""
+    request: ChatRequest | CompletionRequest | None = field(default=None, repr=False,
+                                                             compare=False)
+    """The embedded request, whose parser inputs (tools...) the binding digests."""
+    digest: bytes = field(init=False, repr=False, compare=False)
+    """The request-level part of the binding, computed once per call (``request_parts``)."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "digest", request_digest(canonical_json(self.request_parts())))
 
     @property
     def text_vocab(self) -> Vocabulary:
         """The vocabulary text is decoded with: markers as stand-ins on the parser path."""
         return self.model.vocab if self.parsing is None else parsers.marked(self.model.vocab)
 
-    def binding(self, chunk: GenerateTokensStreamResponse) -> bytes:
-        """Fingerprint of route, model, request id, decode settings and caller.
+    def request_parts(self) -> list[Any]:
+        """Everything a stream is bound to but the request id, as plain JSON: route, model,
+        decode settings, logprob candidates kept, the raw request fields the parsers read
+        (tools, tool choice, template kwargs...) when parsing, and the caller.
 
-        A chunk without its own ``request_id`` (the engine always sends one) binds to none.
-        Without a caller the fingerprint is the one of a service with no authentication, so
-        tokens issued before callers were bound stay valid where there are none.
+        Raw request parts rather than ``ParserSettings``: one canonical serialisation, never
+        recursive, of what the request said (the parser settings derive from it and the
+        model's parser configuration, which the served model's name fixes).
         """
         stops = self.decode.stops
-        request_id = chunk.request_id if "request_id" in chunk.model_fields_set else None
-        return fingerprint(
-            self.route, self.model.info.name, self.model.vocab.size, request_id,
-            self.decode.skip_special, stops.has_request, stops.stop,
+        parser_inputs: list[Any] | None = None
+        request = self.request
+        if self.parsing is not None and isinstance(request, ChatRequest):
+            parser_inputs = [request.tools, request.tool_choice, request.parallel_tool_calls,
+                             request.include_reasoning, request.chat_template_kwargs,
+                             request.reasoning_effort]
+        elif self.parsing is not None:
+            parser_inputs = []
+        return [
+            self.route, self.model.info.name, self.model.vocab.size,
+            self.decode.skip_special, stops.has_request, list(stops.stop),
             sorted(stops.stop_token_ids), stops.ignore_eos, stops.include_stop_str_in_output,
-            stops.min_tokens, self.keep, self.parsing,
+            stops.min_tokens, self.keep, parser_inputs,
             *(() if self.caller is None else (self.caller,)),
-        )
+        ]
+
+    def binding(self, chunk: GenerateTokensStreamResponse) -> bytes:
+        """Fingerprint of the request-level digest and the chunk's request id.
+
+        A chunk without its own ``request_id`` (the engine always sends one) binds to none.
+        """
+        request_id = chunk.request_id if "request_id" in chunk.model_fields_set else None
+        return fingerprint(self.digest, request_id)
 
 
 @dataclass(frozen=True, slots=True)
@@ -262,7 +303,10 @@ def run_stream(settings: StreamSettings, state: StreamState | None,
     choices = [single_choice(chunk, settings.route) for chunk in chunks]
     check_stream_bounds(chunks, prompt_ids, 0 if state is None else state.tokens_seen,
                         settings.model.info)
+    gone = abandoned.get()
     for chunk, choice in zip(chunks, choices, strict=True):
+        if gone is not None and gone():
+            raise CallAbandonedError("the client closed the connection")
         current = open_stream(settings, state, chunk, prompt_ids)
         step = None
         after = current

@@ -19,9 +19,10 @@ from derender.core.parsers.registry import TOOLS_BY_TAG
 from derender.core.state.codec import MAX_VALUE, Reader, Writer
 
 __all__ = ["FINGERPRINT_BYTES", "MAX_VALUE", "StopProgress", "StreamState", "decode_state",
-           "encode_state", "fingerprint"]
+           "encode_state", "fingerprint", "request_digest"]
 
-FINGERPRINT_BYTES = 8
+FINGERPRINT_BYTES = 16
+"""128 bits: a forged binding needs about 2**127 tries, however many streams are open."""
 
 _ROLE_SENT = 1
 _STOPPED = 2
@@ -64,10 +65,16 @@ class StreamState:
     """Reasoning/tool parser progress (chat with a parser configured)."""
 
 
-def fingerprint(*parts: object) -> bytes:
-    """Short digest of what a stream is bound to."""
-    digest = hashlib.sha256(repr(parts).encode("utf-8", "surrogatepass")).digest()
-    return digest[:FINGERPRINT_BYTES]
+def request_digest(parts: bytes) -> bytes:
+    """SHA-256 of a call's request-level parts (their canonical JSON), made once per call."""
+    return hashlib.sha256(parts).digest()
+
+
+def fingerprint(digest: bytes, request_id: str | None) -> bytes:
+    """What a stream is bound to: its request-level digest and the chunk's request id."""
+    rid = b"\x00" if request_id is None else b"\x01" + request_id.encode("utf-8",
+                                                                         "surrogatepass")
+    return hashlib.sha256(digest + rid).digest()[:FINGERPRINT_BYTES]
 
 
 def encode_state(state: StreamState) -> bytes:

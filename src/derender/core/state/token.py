@@ -48,7 +48,9 @@ class KeyRing:
 
     @classmethod
     def parse(cls, spec: str) -> KeyRing:
-        """``id:secret,id:secret,...``; the first entry is the current signing key."""
+        """``id:secret,id:secret,...``; the first entry is the current signing key. A key id
+        given twice is refused: a rotation that reuses an id would silently keep one of the
+        two secrets."""
         keys: dict[str, bytes] = {}
         for entry in (e.strip() for e in spec.split(",")):
             if not entry:
@@ -56,7 +58,10 @@ class KeyRing:
             key_id, sep, secret = entry.partition(":")
             if not sep or not secret:
                 raise ValueError("signing keys must be written id:secret[,id:secret...]")
-            keys[key_id.strip()] = secret.strip().encode("utf-8")
+            key_id = key_id.strip()
+            if key_id in keys:  # which secret would verify its tokens would be ambiguous
+                raise ValueError(f"key id {key_id!r} appears more than once in the key ring")
+            keys[key_id] = secret.strip().encode("utf-8")
         if not keys:
             raise ValueError("no signing key given")
         return cls(current=next(iter(keys)), keys=keys)
