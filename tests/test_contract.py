@@ -130,5 +130,5 @@ def test_every_environment_variable_is_in_the_readme_with_its_default() -> None:
         (field,) = fields
         integers += 1
         default = getattr(Settings, field)
-        assert re.search(rf"\| `{name}` \| {default} \|", readme), (name, default)
+        assert re.search(rf"\| `{name}` \| {default}( \([^|]*\))? \|", readme), (name, default)
     assert integers >= 9
