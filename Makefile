@@ -27,8 +27,7 @@ $(READY): $(SERVE_READY)
 ## Serve both derender routes on $(HOST):$(PORT) with the embedded default model.
 run: $(SERVE_READY)
 	DERENDER_MODELS_DIR=$${DERENDER_MODELS_DIR:-layers/tokenizers} \
-	  $(BIN)/uvicorn --factory derender.app.main:create_app --host $(HOST) --port $(PORT) \
-	  --no-access-log
+	  $(BIN)/derender serve --host $(HOST) --port $(PORT)
 
 ## Lint, type-check and run the whole test suite.
 test: lint typecheck unit

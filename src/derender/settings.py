@@ -28,6 +28,9 @@ MAX_STOP_STRING_CHARS = "DERENDER_MAX_STOP_STRING_CHARS"
 MAX_TOOLS = "DERENDER_MAX_TOOLS"
 MAX_TOOL_SCHEMA_BYTES = "DERENDER_MAX_TOOL_SCHEMA_BYTES"
 PARSERS = "DERENDER_PARSERS"
+SKIP_UNSERVABLE = "DERENDER_SKIP_UNSERVABLE"
+ACCESS_LOG = "DERENDER_ACCESS_LOG"
+METRICS = "DERENDER_METRICS"
 LAMBDA_FUNCTION_NAME = "AWS_LAMBDA_FUNCTION_NAME"
 
 LAMBDA_LAYER_MODELS = Path("/opt/tokenizers")
@@ -91,11 +94,29 @@ class Settings:
     ``folder:reasoning:tool[,...]`` (an empty name is none)."""
     on_lambda: bool = False
     """Running inside AWS Lambda: streaming refuses to work without a configured key."""
+    skip_unservable: bool = False
+    """Folders of the models folder that cannot be served (no tokenizer file, an unreadable
+    manifest) are skipped with a warning; by default they stop the start-up, named."""
+    access_log: bool = True
+    """One JSON log line per request (``derender.access``; on Lambda the invocation line)."""
+    metrics: bool = True
+    """``/metrics`` in Prometheus text format on the local server (never on Lambda, whose
+    metrics are the invocation line's CloudWatch embedded metrics)."""
+    model_folders: tuple[Path, ...] = ()
+    """Model folders to serve instead of the folders of ``models_dir`` (``derender serve
+    DIR…``)."""
+    manifests: Mapping[str, Mapping[str, object]] = field(default_factory=dict)
+    """Per model folder name, manifest entries replacing the folder's ``derender.json`` ones
+    (``derender serve --served-model-name/--max-model-len/--*-parser``)."""
 
     def __post_init__(self) -> None:
-        if self.signing_keys_ssm_parameter and self.signing_keys_secret:
-            raise ValueError(f"set one of {SIGNING_KEYS_SSM_PARAMETER} and "
-                             f"{SIGNING_KEYS_SECRET}, not both")
+        sources = [name for name, value in ((SIGNING_KEYS, self.signing_keys),
+                                            (SIGNING_KEYS_SSM_PARAMETER,
+                                             self.signing_keys_ssm_parameter),
+                                            (SIGNING_KEYS_SECRET, self.signing_keys_secret))
+                   if value]
+        if len(sources) > 1:
+            raise ValueError(f"set one signing key source, not {' and '.join(sources)}")
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -127,7 +148,22 @@ class Settings:
             max_tool_schema_bytes=_int(env, MAX_TOOL_SCHEMA_BYTES, cls.max_tool_schema_bytes),
             parsers=_parsers(env.get(PARSERS) or ""),
             on_lambda=bool(env.get(LAMBDA_FUNCTION_NAME)),
+            skip_unservable=_flag(env, SKIP_UNSERVABLE, cls.skip_unservable),
+            access_log=_flag(env, ACCESS_LOG, cls.access_log),
+            metrics=_flag(env, METRICS, cls.metrics),
         )
+
+
+_TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
+
+
+def _flag(env: Mapping[str, str], name: str, default: bool) -> bool:
+    raw = (env.get(name) or "").strip().lower()
+    if not raw:
+        return default
+    if raw in _TRUE or raw in _FALSE:
+        return raw in _TRUE
+    raise ValueError(f"{name} must be one of {', '.join(_TRUE + _FALSE)}, got {raw!r}")
 
 
 def _parsers(spec: str) -> dict[str, tuple[str | None, str | None]]:

@@ -11,6 +11,7 @@ import json
 import logging
 import time
 from collections.abc import Callable
+from importlib import metadata
 from typing import Any, TypeVar
 
 from fastapi import FastAPI, Request
@@ -25,6 +26,7 @@ from derender.app.errors import (
     schema_error_body,
 )
 from derender.app.keys import key_provider
+from derender.app.observability import Metrics, Observed, facts_of, refusal_reason
 from derender.aws.callers import caller_of
 from derender.aws.models import download_models
 from derender.contract.requests import (
@@ -37,18 +39,29 @@ from derender.core.bounds import RequestLimits, check_request_limits
 from derender.core.chat import derender_chat, derender_chat_stream
 from derender.core.completions import derender_completion, derender_completion_stream
 from derender.core.errors import DerenderError
-from derender.core.registry import ModelRegistry, ServedModel
+from derender.core.registry import DECODE_SPEC, ORIGINALS, ModelRegistry, ServedModel
 from derender.core.state.stream import StreamState, decode_state, encode_state
-from derender.core.state.token import sign, verify
-from derender.settings import MAX_BODY_BYTES, Settings
+from derender.core.state.token import KeyRing, sign, verify
+from derender.core.streaming import stream_chunks
+from derender.settings import MAX_BODY_BYTES, SIGNING_KEYS, Settings
 
 JSON = dict[str, Any]
 Body = TypeVar("Body", bound=BaseModel)
+
+
+def _version() -> str:
+    """The installed distribution's version (a checkout without metadata: "0+unknown")."""
+    try:
+        return metadata.version("derender")
+    except metadata.PackageNotFoundError:
+        return "0+unknown"
 
 CHAT_PATH = "/v1/chat/completions/derender"
 COMPLETIONS_PATH = "/v1/completions/derender"
 
 log = logging.getLogger("derender")
+
+VERSION = _version()
 
 _CHAT_BODY: TypeAdapter[ChatBody] = TypeAdapter(ChatBody)
 _COMPLETION_BODY: TypeAdapter[CompletionBody] = TypeAdapter(CompletionBody)
@@ -151,10 +164,14 @@ def create_app(settings: Settings | None = None, registry: ModelRegistry | None 
         models_dir = settings.models_dir
         if settings.models_s3_uri:
             models_dir = download_models(settings.models_s3_uri, settings.models_cache_dir)
-        registry = ModelRegistry(models_dir, settings.default_model, settings.parsers)
-    app = FastAPI(title="derender", version="0.1.0", docs_url=None, redoc_url=None,
+        registry = ModelRegistry(models_dir, settings.default_model, settings.parsers,
+                                 folders=list(settings.model_folders) or None,
+                                 manifests=settings.manifests,
+                                 skip_unservable=settings.skip_unservable)
+    app = FastAPI(title="derender", version=VERSION, docs_url=None, redoc_url=None,
                   description="Token ids from a generate engine back into OpenAI responses.")
     app.state.registry = registry
+    check_key_ring(settings)  # a malformed ring stops the start-up, not the first stream
 
     ring = key_provider(settings)
     app.state.key_provider = ring
@@ -174,19 +191,35 @@ def create_app(settings: Settings | None = None, registry: ModelRegistry | None 
         raw = await _read_body(request, settings.max_body_bytes)
         if raw is None:
             return _too_large(None, settings.max_body_bytes)
+        facts = facts_of(request.scope)
         try:
             body = parse_body(raw, adapter, batch)
+            facts.stream = bool(body.stream)
             model = registry.get(body.model)
+            facts.model = model.info.name
             check_request_limits(getattr(body, "chat_request", None)
                                  or getattr(body, "completion_request", None), limits)
             if not body.stream:
-                return json_response(run(body, model))
+                answer = run(body, model)
+                facts.request_id = answer.get("id")
+                facts.tokens = int((answer.get("usage") or {}).get("completion_tokens") or 0)
+                return json_response(answer)
             keys = ring()
             state = None
-            if body.stream_state is not None:
-                state = decode_state(verify(keys, body.stream_state, settings.max_state_chars))
-            chunks, state = run_stream(body, model, state, settings.state_ttl_seconds,
-                                       caller_of(request.scope.get("aws.event")))
+            try:
+                if body.stream_state is not None:
+                    state = decode_state(verify(keys, body.stream_state,
+                                                settings.max_state_chars))
+                chunks, state = run_stream(body, model, state, settings.state_ttl_seconds,
+                                           caller_of(request.scope.get("aws.event")))
+            except DerenderError as exc:
+                if "stream_state" in exc.message:
+                    facts.refusal = refusal_reason(exc.message)
+                raise
+            facts.chunks = len(chunks)
+            facts.request_id = chunks[0].get("id") if chunks else None
+            facts.tokens = sum(len(choice.token_ids or ()) for chunk in stream_chunks(body)
+                               for choice in chunk.choices)
             token = sign(keys, encode_state(state))
             if isinstance(body, _BATCHES):
                 return json_response({"chunks": chunks, "stream_state": token})
@@ -222,9 +255,20 @@ def create_app(settings: Settings | None = None, registry: ModelRegistry | None 
     async def models(request: Request) -> Response:
         return json_response({"object": "list", "data": [
             {"id": name, "object": "model", "created": created, "owned_by": "derender",
-             "root": info.folder.name, "parent": None, "max_model_len": info.max_model_len}
+             "root": info.folder.name, "parent": None, "max_model_len": info.max_model_len,
+             "reasoning_parser": info.reasoning_parser, "tool_parser": info.tool_parser}
             for info in registry.infos for name in info.served_names
         ]})
+
+    async def version(request: Request) -> Response:
+        return json_response({"version": VERSION})
+
+    metrics = Metrics() if settings.metrics and not settings.on_lambda else None
+
+    async def metrics_text(request: Request) -> Response:
+        assert metrics is not None
+        data, content_type = metrics.exposition()
+        return Response(data, media_type=content_type)
 
     def openapi() -> JSON:
         from derender.app.openapi import document  # noqa: PLC0415 - built on first use only
@@ -237,4 +281,33 @@ def create_app(settings: Settings | None = None, registry: ModelRegistry | None 
     app.add_route(COMPLETIONS_PATH, completions_derender, methods=["POST"])
     app.add_route("/health", health, methods=["GET"])
     app.add_route("/v1/models", models, methods=["GET"])
+    app.add_route("/version", version, methods=["GET"])
+    if metrics is not None:
+        app.add_route("/metrics", metrics_text, methods=["GET"])
+    app.add_middleware(Observed, access_log=settings.access_log and not settings.on_lambda,
+                       metrics=metrics)
+    log_served(registry)
     return app
+
+
+def check_key_ring(settings: Settings) -> None:
+    """Refuse a malformed ``DERENDER_SIGNING_KEYS`` now, naming it (a ring read from AWS is
+    checked when it is read)."""
+    if settings.signing_keys:
+        try:
+            KeyRing.parse(settings.signing_keys)
+        except ValueError as error:
+            raise ValueError(f"{SIGNING_KEYS}: {error}") from None
+
+
+def log_served(registry: ModelRegistry) -> None:
+    """One start-up line per served model (and the version)."""
+    default = registry.info(None)
+    for info in registry.infos:
+        tokenizer = next((name for name in (DECODE_SPEC, *ORIGINALS)
+                          if (info.folder / name).is_file()), None)
+        log.info("serving %s", json.dumps({
+            "served_names": list(info.served_names), "folder": str(info.folder),
+            "tokenizer": tokenizer, "reasoning_parser": info.reasoning_parser,
+            "tool_parser": info.tool_parser, "max_model_len": info.max_model_len,
+            "default": info is default, "version": VERSION}, separators=(",", ":")))
