@@ -99,9 +99,11 @@ class Settings:
     manifest) are skipped with a warning; by default they stop the start-up, named."""
     access_log: bool = True
     """One JSON log line per request (``derender.access``; on Lambda the invocation line)."""
-    metrics: bool = True
+    metrics: bool | None = None
     """``/metrics`` in Prometheus text format on the local server (never on Lambda, whose
-    metrics are the invocation line's CloudWatch embedded metrics)."""
+    metrics are the invocation line's CloudWatch embedded metrics): None, when
+    ``prometheus_client`` is installed (the ``server`` extra); True, required (start-up
+    fails without it); False, off."""
     model_folders: tuple[Path, ...] = ()
     """Model folders to serve instead of the folders of ``models_dir`` (``derender serve
     DIR…``)."""
@@ -148,16 +150,16 @@ class Settings:
             max_tool_schema_bytes=_int(env, MAX_TOOL_SCHEMA_BYTES, cls.max_tool_schema_bytes),
             parsers=_parsers(env.get(PARSERS) or ""),
             on_lambda=bool(env.get(LAMBDA_FUNCTION_NAME)),
-            skip_unservable=_flag(env, SKIP_UNSERVABLE, cls.skip_unservable),
-            access_log=_flag(env, ACCESS_LOG, cls.access_log),
-            metrics=_flag(env, METRICS, cls.metrics),
+            skip_unservable=_flag(env, SKIP_UNSERVABLE, cls.skip_unservable) is True,
+            access_log=_flag(env, ACCESS_LOG, cls.access_log) is True,
+            metrics=_flag(env, METRICS, None),
         )
 
 
 _TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
 
 
-def _flag(env: Mapping[str, str], name: str, default: bool) -> bool:
+def _flag(env: Mapping[str, str], name: str, default: bool | None) -> bool | None:
     raw = (env.get(name) or "").strip().lower()
     if not raw:
         return default

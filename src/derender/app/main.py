@@ -263,7 +263,7 @@ def create_app(settings: Settings | None = None, registry: ModelRegistry | None 
     async def version(request: Request) -> Response:
         return json_response({"version": VERSION})
 
-    metrics = Metrics() if settings.metrics and not settings.on_lambda else None
+    metrics = None if settings.on_lambda else Metrics.create(settings.metrics)
 
     async def metrics_text(request: Request) -> Response:
         assert metrics is not None

@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from derender.awslambda.telemetry import route_of
+from derender.settings import METRICS
 
 log = logging.getLogger("derender.access")
 
@@ -123,6 +124,20 @@ class Metrics:
                               "calls", ("route",), registry=self.registry)
         self.refusals = Counter("derender_state_refusals", "stream_state tokens refused, by "
                                 "reason", ("reason",), registry=self.registry)
+
+    @classmethod
+    def create(cls, wanted: bool | None) -> Metrics | None:
+        """Metrics as ``DERENDER_METRICS`` asks: None (unset) when ``prometheus_client`` is
+        installed; True, or a start-up error naming what is missing; False, none."""
+        if wanted is False:
+            return None
+        try:
+            return cls()
+        except ImportError:
+            if wanted:
+                raise ValueError(f"{METRICS} is true but prometheus_client is not installed "
+                                 "(pip install 'derender[server]')") from None
+            return None
 
     def observe(self, route: str, status: int, seconds: float, facts: CallFacts) -> None:
         self.requests.labels(route, str(status)).inc()
