@@ -10,25 +10,37 @@ LLAMA_TOKENIZER := tests/models/llama3.1/tokenizer.json
 MINIMAX_TOKENIZER := tests/models/minimax-m3/tokenizer.json
 GEMMA_TOKENIZER := tests/models/gemma3/tokenizer.json
 
-.PHONY: run test lint typecheck unit explore bench clean layers validate bundle
+.PHONY: run test lint typecheck unit explore bench clean layers validate bundle lock
 
-# `make run` installs only what serving needs (the package and uvicorn); `make test` adds the
-# development tools on top (moto, schemathesis, mypy, ...), which take far longer to install.
-$(SERVE_READY): pyproject.toml
+# Every install comes from uv.lock, the one lock file: the server, the test environment and
+# the Lambda layer (scripts/build-layers.sh) hold exactly the versions the tests ran.
+# `make run` installs only what serving needs (the package, uvicorn, prometheus_client);
+# `make test` adds the development tools on top (moto, schemathesis, mypy, ...).
+UV_VERSION := 0.13.9
+UV_READY := $(VENV)/.installed-uv
+SYNC := UV_PROJECT_ENVIRONMENT=$(VENV) $(BIN)/uv sync -q --locked --inexact
+
+$(UV_READY):
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install -q --disable-pip-version-check -e ".[server]"
+	$(BIN)/pip install -q --disable-pip-version-check "uv==$(UV_VERSION)"
+	touch $@
+
+$(SERVE_READY): pyproject.toml uv.lock $(UV_READY)
+	$(SYNC) --extra server
 	touch $@
 
 $(READY): $(SERVE_READY)
-	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e ".[dev]"
+	$(SYNC) --extra server --extra dev
 	touch $@
+
+## Re-resolve uv.lock (after a dependency change in pyproject.toml; `make` refuses a stale lock).
+lock: $(UV_READY)
+	$(BIN)/uv lock
 
 ## Serve both derender routes on $(HOST):$(PORT) with the embedded default model.
 run: $(SERVE_READY)
 	DERENDER_MODELS_DIR=$${DERENDER_MODELS_DIR:-layers/tokenizers} \
-	  $(BIN)/uvicorn --factory derender.app.main:create_app --host $(HOST) --port $(PORT) \
-	  --no-access-log
+	  $(BIN)/derender serve --host $(HOST) --port $(PORT)
 
 ## Lint, type-check and run the whole test suite.
 test: lint typecheck unit
@@ -72,8 +84,9 @@ export LAMBDA_PYTHON
 LAYER_ARCH ?= arm64
 LAYERS ?= build/layers
 
-## Build the dependencies layer (for LAYER_ARCH) and the tokenizer layer under LAYERS.
-layers: $(READY)
+## Build the dependencies layer (for LAYER_ARCH) and the tokenizer layer under LAYERS: from
+## uv.lock, with the serving install only (no development tools).
+layers: $(SERVE_READY)
 	scripts/build-layers.sh $(LAYER_ARCH) $(LAYERS) $(BIN)/python $(LAMBDA_PYTHON)
 
 # The AWS tools live in their own venv: aws-sam-cli pins versions of shared dependencies.

@@ -20,12 +20,17 @@ rm -rf "$out"
 mkdir -p "$out/wheel" "$out/deps/python" "$out/tokenizers/tokenizers"
 
 "$python" -m pip wheel -q --no-deps --wheel-dir "$out/wheel" .
-# Lambda's python3.12 runs on Amazon Linux 2023 (glibc 2.34): manylinux wheels up to 2.34.
-"$python" -m pip install -q --target "$out/deps/python" --implementation cp \
-  --python-version 3.12 --only-binary=:all: \
-  --platform "manylinux2014_$machine" --platform "manylinux_2_28_$machine" \
-  --platform "manylinux_2_34_$machine" "$out"/wheel/derender-*.whl
-rm -rf "$out/wheel" "$out/deps/python/bin"
+# The dependencies exactly as uv.lock pins them (the versions the tests ran), nothing
+# resolved again: the service's own dependencies, no extras. Lambda's python3.12 runs on
+# Amazon Linux 2023 (glibc 2.34): manylinux wheels up to 2.34.
+"$python" -m uv export -q --locked --no-dev --no-emit-project --no-hashes \
+  --format requirements-txt -o "$out/requirements.txt"
+for requirement in "-r $out/requirements.txt" "$(ls "$out"/wheel/derender-*.whl)"; do
+  # shellcheck disable=SC2086 # the -r and its file are two words
+  "$python" -m uv pip install -q --target "$out/deps/python" --python-version 3.12 \
+    --python-platform "${machine}-manylinux_2_34" --only-binary :all: --no-deps $requirement
+done
+rm -rf "$out/wheel" "$out/deps/python/bin" "$out/requirements.txt"
 "$python" - "$out/deps/python" "$machine" <<'PY'
 import pathlib, sys  # every native extension must be built for the layer's architecture
 want = {"aarch64": 0xB7, "x86_64": 0x3E}[sys.argv[2]]  # ELF e_machine

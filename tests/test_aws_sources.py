@@ -266,8 +266,13 @@ def test_settings_read_the_aws_variables() -> None:
     assert settings.models_cache_dir == Path("/tmp/elsewhere")
     assert Settings.from_env({}).signing_keys_ttl_seconds == 300
     assert Settings.from_env({}).models_cache_dir == Path("/tmp/derender-models")
-    with pytest.raises(ValueError, match="not both"):
+    with pytest.raises(ValueError, match="not DERENDER_SIGNING_KEYS_SSM_PARAMETER and "
+                                         "DERENDER_SIGNING_KEYS_SECRET"):
         Settings.from_env({"DERENDER_SIGNING_KEYS_SSM_PARAMETER": "a",
+                           "DERENDER_SIGNING_KEYS_SECRET": "b"})
+    with pytest.raises(ValueError, match="not DERENDER_SIGNING_KEYS and "
+                                         "DERENDER_SIGNING_KEYS_SECRET"):
+        Settings.from_env({"DERENDER_SIGNING_KEYS": "k1:0123456789abcdef",
                            "DERENDER_SIGNING_KEYS_SECRET": "b"})
 
 

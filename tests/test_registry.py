@@ -68,7 +68,7 @@ def test_configuration_mistakes_stop_start_up(tmp_path: Path) -> None:
     _copy("mistral-7b", tmp_path, {"served_names": ["same"]})
     with pytest.raises(RuntimeError, match="used by two model folders"):
         ModelRegistry(tmp_path)
-    with pytest.raises(RuntimeError, match="no model folder"):
+    with pytest.raises(RuntimeError, match="missing does not exist or is not a folder"):
         ModelRegistry(tmp_path / "missing")
     single = tmp_path / "single"
     single.mkdir()
@@ -124,3 +124,42 @@ def test_configuration_chooses_parsers_over_the_manifest(tmp_path: Path) -> None
     assert settings.parsers == {"qwen3": ("qwen3", "hermes"), "deepseek-v4": ("deepseek_r1", None)}
     with pytest.raises(ValueError, match="folder:reasoning_parser:tool_parser"):
         Settings.from_env({"DERENDER_PARSERS": "qwen3=hermes"})
+
+
+def test_unservable_folders_are_named_unless_skipping_is_asked(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """A folder without a tokenizer file stops the start-up, named (issue 23: such folders
+    were skipped without a word); DERENDER_SKIP_UNSERVABLE skips them, with a warning."""
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(RuntimeError, match=r"no model folder with a decode\.json"):
+        ModelRegistry(empty)
+    models = tmp_path / "models"
+    models.mkdir()
+    _copy("gpt2", models)
+    (models / "half-copied").mkdir()
+    (models / "half-copied" / "config.json").write_text("{}")
+    (models / ".cache").mkdir()  # hidden folders are not model folders
+    (models / "README.md").write_text("not a folder")
+    with pytest.raises(RuntimeError, match=r"cannot be served: half-copied \(remove them, "
+                                           r"or set DERENDER_SKIP_UNSERVABLE=true"):
+        ModelRegistry(models)
+    with caplog.at_level("WARNING", logger="derender"):
+        registry = ModelRegistry(models, skip_unservable=True)
+    assert registry.names == ["gpt2"]
+    assert "skipping" in caplog.text and "half-copied" in caplog.text
+
+
+def test_explicit_folders_and_manifest_overrides(tmp_path: Path) -> None:
+    """``derender serve DIR --served-model-name … --tool-call-parser …``: the folders given,
+    with manifest entries from the command line replacing the folder's own."""
+    gpt2 = _copy("gpt2", tmp_path, {"served_names": ["from-manifest"], "max_model_len": 64})
+    registry = ModelRegistry(None, folders=[gpt2], manifests={"gpt2": {
+        "served_names": ["cli-name"], "tool_parser": "hermes", "max_model_len": 32}})
+    info = registry.info("cli-name")
+    assert registry.names == ["cli-name"]
+    assert (info.tool_parser, info.reasoning_parser, info.max_model_len) == ("hermes", None, 32)
+    with pytest.raises(RuntimeError, match="not a model folder"):
+        ModelRegistry(None, folders=[tmp_path])
+    with pytest.raises(RuntimeError, match="unknown model folders: other"):
+        ModelRegistry(None, folders=[gpt2], manifests={"other": {"max_model_len": 8}})

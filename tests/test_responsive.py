@@ -121,7 +121,8 @@ def _asgi_call(app: Any, raw: bytes, disconnect_after: float | None) -> tuple[in
 
 
 def test_a_call_stops_when_its_client_goes_away() -> None:
-    """A maximal call, its client gone a quarter of the way in: stopped before its next chunk (499: the
+    """A maximal call, its client gone a quarter of the way in: stopped before its next chunk
+    (499: the
     answer of a call that did not run all its chunks), sooner than the whole call."""
     app = create_app(Settings(models_dir=LAYER_MODELS, signing_keys=KEYS))
     raw = json.dumps(maximal_body(per_chunk=9)).encode()

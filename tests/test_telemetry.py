@@ -33,7 +33,8 @@ EMF_UNITS = {"Seconds", "Microseconds", "Milliseconds", "Bytes", "Kilobytes", "M
              "Gigabytes/Second", "Terabytes/Second", "Bits/Second", "Kilobits/Second",
              "Megabits/Second", "Gigabits/Second", "Terabits/Second", "Count/Second", "None"}
 """The units CloudWatch accepts."""
-METRICS = {"Latency": "Milliseconds", "Errors": "Count", "ColdStart": "Count", "Tokens": "Count"}
+METRICS = {"Latency": "Milliseconds", "Errors": "Count", "ColdStart": "Count", "Tokens": "Count",
+           "StreamCalls": "Count", "Chunks": "Count", "StateRefusals": "Count"}
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,9 @@ MAX_TOOL_SCHEMA_BYTES = "DERENDER_MAX_TOOL_SCHEMA_BYTES"
 PARSERS = "DERENDER_PARSERS"
 WORKER_THREADS = "DERENDER_WORKER_THREADS"
 INLINE_BODY_BYTES = "DERENDER_INLINE_BODY_BYTES"
+SKIP_UNSERVABLE = "DERENDER_SKIP_UNSERVABLE"
+ACCESS_LOG = "DERENDER_ACCESS_LOG"
+METRICS = "DERENDER_METRICS"
 LAMBDA_FUNCTION_NAME = "AWS_LAMBDA_FUNCTION_NAME"
 
 MAX_BATCH_CHUNKS = 4096
@@ -109,11 +112,31 @@ class Settings:
     inline_body_bytes: int = 16 * 1024
     """Bodies up to this size are worked on the event loop (cheaper for small calls); larger
     ones on the worker threads."""
+    skip_unservable: bool = False
+    """Folders of the models folder that cannot be served (no tokenizer file, an unreadable
+    manifest) are skipped with a warning; by default they stop the start-up, named."""
+    access_log: bool = True
+    """One JSON log line per request (``derender.access``; on Lambda the invocation line)."""
+    metrics: bool | None = None
+    """``/metrics`` in Prometheus text format on the local server (never on Lambda, whose
+    metrics are the invocation line's CloudWatch embedded metrics): None, when
+    ``prometheus_client`` is installed (the ``server`` extra); True, required (start-up
+    fails without it); False, off."""
+    model_folders: tuple[Path, ...] = ()
+    """Model folders to serve instead of the folders of ``models_dir`` (``derender serve
+    DIR…``)."""
+    manifests: Mapping[str, Mapping[str, object]] = field(default_factory=dict)
+    """Per model folder name, manifest entries replacing the folder's ``derender.json`` ones
+    (``derender serve --served-model-name/--max-model-len/--*-parser``)."""
 
     def __post_init__(self) -> None:
-        if self.signing_keys_ssm_parameter and self.signing_keys_secret:
-            raise ValueError(f"set one of {SIGNING_KEYS_SSM_PARAMETER} and "
-                             f"{SIGNING_KEYS_SECRET}, not both")
+        sources = [name for name, value in ((SIGNING_KEYS, self.signing_keys),
+                                            (SIGNING_KEYS_SSM_PARAMETER,
+                                             self.signing_keys_ssm_parameter),
+                                            (SIGNING_KEYS_SECRET, self.signing_keys_secret))
+                   if value]
+        if len(sources) > 1:
+            raise ValueError(f"set one signing key source, not {' and '.join(sources)}")
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -148,7 +171,22 @@ class Settings:
             on_lambda=bool(env.get(LAMBDA_FUNCTION_NAME)),
             worker_threads=_int(env, WORKER_THREADS, cls.worker_threads),
             inline_body_bytes=_int(env, INLINE_BODY_BYTES, cls.inline_body_bytes),
+            skip_unservable=_flag(env, SKIP_UNSERVABLE, cls.skip_unservable) is True,
+            access_log=_flag(env, ACCESS_LOG, cls.access_log) is True,
+            metrics=_flag(env, METRICS, None),
         )
+
+
+_TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
+
+
+def _flag(env: Mapping[str, str], name: str, default: bool | None) -> bool | None:
+    raw = (env.get(name) or "").strip().lower()
+    if not raw:
+        return default
+    if raw in _TRUE or raw in _FALSE:
+        return raw in _TRUE
+    raise ValueError(f"{name} must be one of {', '.join(_TRUE + _FALSE)}, got {raw!r}")
 
 
 def _parsers(spec: str) -> dict[str, tuple[str | None, str | None]]:

@@ -17,6 +17,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from importlib import metadata
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from fastapi import FastAPI, Request
@@ -25,6 +26,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from derender.app.errors import body_errors, media_type_error_body, schema_error_body
 from derender.app.keys import key_provider
+from derender.app.observability import CallFacts, Metrics, Observed, facts_of, refusal_reason
 from derender.aws.callers import caller_of
 from derender.aws.models import download_models
 from derender.contract import routes
@@ -42,11 +44,11 @@ from derender.contract.requests import (
 from derender.core.bounds import RequestLimits, check_call_budget, check_request_limits
 from derender.core.chat import derender_chat, derender_chat_stream
 from derender.core.completions import derender_completion, derender_completion_stream
-from derender.core.registry import ModelRegistry, ServedModel
+from derender.core.registry import DECODE_SPEC, ORIGINALS, ModelRegistry, ServedModel
 from derender.core.state.stream import StreamState, decode_state, encode_state
-from derender.core.state.token import sign, verify
-from derender.core.streaming import abandoned
-from derender.settings import MAX_BODY_BYTES, Settings
+from derender.core.state.token import KeyRing, sign, verify
+from derender.core.streaming import abandoned, stream_chunks
+from derender.settings import MAX_BODY_BYTES, SIGNING_KEYS, Settings
 
 if TYPE_CHECKING:
     from derender.contract.responses import (
@@ -61,13 +63,25 @@ if TYPE_CHECKING:
         ModelList,
         StreamStateToken,
         TextCompletion,
+        Version,
     )
 
 JSON = dict[str, Any]
 Body = TypeVar("Body", bound=BaseModel)
 Chunk = TypeVar("Chunk")
 
+
+def _version() -> str:
+    """The installed distribution's version (a checkout without metadata: "0+unknown")."""
+    try:
+        return metadata.version("derender")
+    except metadata.PackageNotFoundError:
+        return "0+unknown"
+
+
 log = logging.getLogger("derender")
+
+VERSION = _version()
 
 NON_FINITE = "Out of range float values are not JSON compliant"
 """vLLM's 400 for a float field given NaN or an infinity as a string ("NaN", "-inf",
@@ -237,11 +251,15 @@ def create_app(settings: Settings | None = None, registry: ModelRegistry | None 
         models_dir = settings.models_dir
         if settings.models_s3_uri:
             models_dir = download_models(settings.models_s3_uri, settings.models_cache_dir)
-        registry = ModelRegistry(models_dir, settings.default_model, settings.parsers)
-    app = FastAPI(title="derender", version="0.1.0", docs_url=None, redoc_url=None,
+        registry = ModelRegistry(models_dir, settings.default_model, settings.parsers,
+                                 folders=list(settings.model_folders) or None,
+                                 manifests=settings.manifests,
+                                 skip_unservable=settings.skip_unservable)
+    app = FastAPI(title="derender", version=VERSION, docs_url=None, redoc_url=None,
                   openapi_url=routes.OPENAPI.path,
                   description="Token ids from a generate engine back into OpenAI responses.")
     app.state.registry = registry
+    check_key_ring(settings)  # a malformed ring stops the start-up, not the first stream
 
     ring = key_provider(settings)
     app.state.key_provider = ring
@@ -264,13 +282,15 @@ def create_app(settings: Settings | None = None, registry: ModelRegistry | None 
         raw = await _read_body(request, settings.max_body_bytes)
         if raw is None:
             return _too_large(None, settings.max_body_bytes)
+        facts = facts_of(request.scope)
         event = request.scope.get("aws.event")
         if pool is None or len(raw) <= settings.inline_body_bytes:
-            return work(raw, adapter, batch, run, run_stream, answer, event)
+            return work(raw, adapter, batch, run, run_stream, answer, event, facts)
         # a large body: its CPU work runs on the pool, the loop keeps answering (/health)
         gone = threading.Event()
         future = asyncio.get_running_loop().run_in_executor(
-            pool, work, raw, adapter, batch, run, run_stream, answer, event, gone.is_set)
+            pool, work, raw, adapter, batch, run, run_stream, answer, event, facts,
+            gone.is_set)
         while True:
             done, _ = await asyncio.wait({future}, timeout=DISCONNECT_POLL_SECONDS)
             if done:
@@ -283,23 +303,41 @@ def create_app(settings: Settings | None = None, registry: ModelRegistry | None 
              run_stream: Callable[[Any, ServedModel, StreamState | None, int, str | None],
                                   tuple[list[Chunk], StreamState]],
              answer: Callable[[list[Chunk], str, bool], Mapping[str, object]],
-             event: Any, gone: Callable[[], bool] | None = None) -> Response:
+             event: Any, facts: CallFacts,
+             gone: Callable[[], bool] | None = None) -> Response:
         """A call's CPU work: parse, derender, sign and write the answer."""
         reset = None if gone is None else abandoned.set(gone)
         try:
             body = parse_body(raw, adapter, batch)
+            facts.stream = bool(body.stream)
             model = registry.get(body.model)
+            facts.model = model.info.name
             check_request_limits(getattr(body, "chat_request", None)
                                  or getattr(body, "completion_request", None), limits)
             check_call_budget(body, settings.max_call_tokens)
             if not body.stream:
-                return json_response(run(body, model))
+                whole = run(body, model)
+                facts.request_id = str(whole.get("id"))
+                usage = whole.get("usage")
+                facts.tokens = int(usage.get("completion_tokens") or 0) \
+                    if isinstance(usage, dict) else 0
+                return json_response(whole)
             keys = ring()
             state = None
-            if body.stream_state is not None:
-                state = decode_state(verify(keys, body.stream_state, settings.max_state_chars))
-            chunks, state = run_stream(body, model, state, settings.state_ttl_seconds,
-                                       caller_of(event))
+            try:
+                if body.stream_state is not None:
+                    state = decode_state(verify(keys, body.stream_state,
+                                                settings.max_state_chars))
+                chunks, state = run_stream(body, model, state, settings.state_ttl_seconds,
+                                           caller_of(event))
+            except DerenderError as exc:
+                if "stream_state" in exc.message:
+                    facts.refusal = refusal_reason(exc.message)
+                raise
+            facts.chunks = len(chunks)
+            facts.request_id = str(chunks[0]["id"]) if chunks else None  # type: ignore[index]
+            facts.tokens = sum(len(choice.token_ids or ()) for chunk in stream_chunks(body)
+                               for choice in chunk.choices)
             token = sign(keys, encode_state(state))
             return json_response(answer(chunks, token, isinstance(body, _BATCHES)))
         except SchemaError as exc:
@@ -339,10 +377,22 @@ def create_app(settings: Settings | None = None, registry: ModelRegistry | None 
     async def models(request: Request) -> Response:
         served: ModelList = {"object": "list", "data": [
             {"id": name, "object": "model", "created": created, "owned_by": "derender",
-             "root": info.folder.name, "parent": None, "max_model_len": info.max_model_len}
+             "root": info.folder.name, "parent": None, "max_model_len": info.max_model_len,
+             "reasoning_parser": info.reasoning_parser, "tool_parser": info.tool_parser}
             for info in registry.infos for name in info.served_names
         ]}
         return json_response(served)
+
+    async def version(request: Request) -> Response:
+        about: Version = {"version": VERSION}
+        return json_response(about)
+
+    metrics = None if settings.on_lambda else Metrics.create(settings.metrics)
+
+    async def metrics_text(request: Request) -> Response:
+        assert metrics is not None
+        data, content_type = metrics.exposition()
+        return Response(data, media_type=content_type)
 
     def openapi() -> JSON:
         from derender.app.openapi import document  # noqa: PLC0415 - built on first use only
@@ -352,7 +402,35 @@ def create_app(settings: Settings | None = None, registry: ModelRegistry | None 
     # Plain Starlette routes: the body is parsed above, so FastAPI's per-request dependency
     # solving would only add latency (about 50 µs a call).
     handlers = {routes.CHAT: chat_derender, routes.COMPLETIONS: completions_derender,
-                routes.HEALTH: health, routes.MODELS: models}
+                routes.HEALTH: health, routes.MODELS: models, routes.VERSION: version}
     for route in routes.ROUTES:
         app.add_route(route.path, handlers[route], methods=[route.method])
+    if metrics is not None:
+        app.add_route(routes.METRICS.path, metrics_text, methods=[routes.METRICS.method])
+    app.add_middleware(Observed, access_log=settings.access_log and not settings.on_lambda,
+                       metrics=metrics)
+    log_served(registry)
     return app
+
+
+def check_key_ring(settings: Settings) -> None:
+    """Refuse a malformed ``DERENDER_SIGNING_KEYS`` now, naming it (a ring read from AWS is
+    checked when it is read)."""
+    if settings.signing_keys:
+        try:
+            KeyRing.parse(settings.signing_keys)
+        except ValueError as error:
+            raise ValueError(f"{SIGNING_KEYS}: {error}") from None
+
+
+def log_served(registry: ModelRegistry) -> None:
+    """One start-up line per served model (and the version)."""
+    default = registry.info(None)
+    for info in registry.infos:
+        tokenizer = next((name for name in (DECODE_SPEC, *ORIGINALS)
+                          if (info.folder / name).is_file()), None)
+        log.info("serving %s", json.dumps({
+            "served_names": list(info.served_names), "folder": str(info.folder),
+            "tokenizer": tokenizer, "reasoning_parser": info.reasoning_parser,
+            "tool_parser": info.tool_parser, "max_model_len": info.max_model_len,
+            "default": info is default, "version": VERSION}, separators=(",", ":")))

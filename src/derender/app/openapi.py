@@ -147,6 +147,7 @@ _TOP_LEVEL: dict[str, Any] = {
     "ErrorResponse": ErrorResponse,
     "Health": responses.Health,
     "ModelList": responses.ModelList,
+    "Version": responses.Version,
 }
 _UNION_DOCS = {
     "ChatDerenderBody": "`DerenderChatRequest` (no `stream` or `stream: false`), "
@@ -247,6 +248,8 @@ _OPERATIONS: dict[routes.Route, Callable[[], JSON]] = {
                             "responses": {"200": _json("Health", "Alive.")}},
     routes.MODELS: lambda: {"operationId": routes.MODELS.name, "summary": "Served models",
                             "responses": {"200": _json("ModelList", "Every served name.")}},
+    routes.VERSION: lambda: {"operationId": routes.VERSION.name, "summary": "Version",
+                             "responses": {"200": _json("Version", "The service's version.")}},
 }
 """Each route's operation."""
 

@@ -21,6 +21,7 @@ from fastapi import FastAPI
 from mangum import Mangum
 
 from derender.app.main import create_app
+from derender.app.observability import forget_facts, last_facts
 from derender.aws.keys import preload_boto3
 from derender.awslambda.snapstart import on_restore, renew_randomness
 from derender.awslambda.telemetry import (
@@ -97,16 +98,22 @@ class LambdaHandler:
             return response
         finally:  # an escaping exception is logged as a 500, then re-raised
             latency_ms = (time.perf_counter() - started) * 1000.0
+            facts = last_facts() if response is not None else None
             record = invocation_record(
                 aws_request_id=getattr(context, "aws_request_id", None),
                 path=event_path(event), method=event_method(event), status=status,
                 latency_ms=latency_ms, cold_start=cold_start,
                 tokens=completion_tokens(response) if response is not None else 0,
-                timestamp_ms=int(time.time() * 1000))
+                timestamp_ms=int(time.time() * 1000),
+                model=None if facts is None else facts.model,
+                stream=facts is not None and facts.stream,
+                chunks=0 if facts is None else facts.chunks,
+                refusal=None if facts is None else facts.refusal)
             sys.stdout.write(log_line(record) + "\n")
             sys.stdout.flush()
 
     def _invoke(self, event: LambdaEvent, context: Any) -> LambdaResponse:
+        forget_facts()
         if not isinstance(event, dict):
             return _bad_event("the event is not a JSON object")
         try:

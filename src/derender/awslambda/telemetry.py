@@ -25,6 +25,9 @@ METRICS: tuple[tuple[str, str], ...] = (
     ("Errors", "Count"),
     ("ColdStart", "Count"),
     ("Tokens", "Count"),
+    ("StreamCalls", "Count"),
+    ("Chunks", "Count"),
+    ("StateRefusals", "Count"),
 )
 """(name, unit) of every metric of a record."""
 ROUTES = frozenset(route.path for route in routes.ROUTES)
@@ -103,9 +106,13 @@ def level_of(status: int) -> str:
 
 def invocation_record(*, aws_request_id: str | None, path: str | None, method: str | None,
                       status: int, latency_ms: float, cold_start: bool, tokens: int,
-                      timestamp_ms: int) -> dict[str, Any]:
-    """The log record of one invocation, with its EMF metadata and metric values."""
+                      timestamp_ms: int, model: str | None = None, stream: bool = False,
+                      chunks: int = 0, refusal: str | None = None) -> dict[str, Any]:
+    """The log record of one invocation, with its EMF metadata and metric values; ``model``,
+    ``stream``, ``chunks`` and ``refusal`` are what the call recorded of itself
+    (``derender.app.observability.CallFacts``)."""
     route = route_of(path)
+    streamed = stream and status == 200
     return {
         "level": level_of(status),
         "message": f"{method or '-'} {path or '-'} {status}",
@@ -116,6 +123,9 @@ def invocation_record(*, aws_request_id: str | None, path: str | None, method: s
         "status": status,
         "latency_ms": round(latency_ms, 3),
         "cold_start": cold_start,
+        "model": model,
+        "stream": stream,
+        "state_refusal": refusal,
         "_aws": {
             "Timestamp": timestamp_ms,
             "CloudWatchMetrics": [{
@@ -128,6 +138,9 @@ def invocation_record(*, aws_request_id: str | None, path: str | None, method: s
         "Errors": 1 if status >= 500 else 0,
         "ColdStart": 1 if cold_start else 0,
         "Tokens": tokens,
+        "StreamCalls": 1 if streamed else 0,
+        "Chunks": chunks if streamed else 0,
+        "StateRefusals": 0 if refusal is None else 1,
     }
 
 

@@ -478,6 +478,18 @@ class ModelCard(TypedDict):
     """Always null."""
     max_model_len: int
     """Longest prompt plus output, in tokens."""
+    reasoning_parser: str | None
+    """vLLM's name of the model's reasoning parser (null: none)."""
+    tool_parser: str | None
+    """vLLM's name of the model's tool-call parser (null: none)."""
+
+
+@documented
+class Version(TypedDict):
+    """The service's version."""
+
+    version: str
+    """The installed package's version (``0+unknown`` in a checkout without metadata)."""
 
 
 @documented

@@ -31,7 +31,13 @@ MODELS = Route("models", "GET", "/v1/models")
 OPENAPI = Route("openapi", "GET", "/openapi.json")
 """The OpenAPI 3.1 document (built on its first request)."""
 
-ROUTES: tuple[Route, ...] = (CHAT, COMPLETIONS, HEALTH, MODELS)
+VERSION = Route("version", "GET", "/version")
+"""The service's version."""
+METRICS = Route("metrics", "GET", "/metrics")
+"""Prometheus metrics (local server only, when ``prometheus_client`` is installed; not in the
+OpenAPI document)."""
+
+ROUTES: tuple[Route, ...] = (CHAT, COMPLETIONS, HEALTH, MODELS, VERSION)
 """The routes the document describes (every one but the document itself)."""
 DERENDER: dict[DerenderRoute, Route] = {"chat": CHAT, "completions": COMPLETIONS}
 """The derender routes by name."""

@@ -18,6 +18,7 @@ kept for the life of the process (a Lambda container).
 from __future__ import annotations
 
 import json
+import logging
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -35,6 +36,8 @@ from derender.core.parsers.registry import (
     ReasoningRecord,
     ToolRecord,
 )
+
+log = logging.getLogger("derender")
 
 MANIFEST = "derender.json"
 TOKENIZER = "tokenizer.json"
@@ -96,10 +99,12 @@ ParserChoice = tuple[str | None, str | None]
 """(reasoning parser, tool parser) of a model; None for none."""
 
 
-def read_model_info(folder: Path, parsers: ParserChoice | None = None) -> ModelInfo:
-    """Describe one model folder from its config files and manifest; ``parsers`` (from
-    configuration) replace the manifest's."""
-    manifest = _read_json(folder / MANIFEST)
+def read_model_info(folder: Path, parsers: ParserChoice | None = None,
+                    overrides: Mapping[str, Any] | None = None) -> ModelInfo:
+    """Describe one model folder from its config files and manifest; ``overrides`` (manifest
+    entries from the command line) and then ``parsers`` (from configuration) replace the
+    manifest's."""
+    manifest = {**_read_json(folder / MANIFEST), **(overrides or {})}
     config = _read_json(folder / "config.json")
     names = manifest.get("served_names") or [folder.name]
     if parsers is not None:
@@ -163,23 +168,64 @@ def is_model_folder(folder: Path) -> bool:
     return (folder / DECODE_SPEC).is_file() or original_tokenizer(folder) is not None
 
 
+def model_folders(models_dir: Path, skip_unservable: bool = False) -> list[Path]:
+    """The model folders of a models folder, in name order. A folder without a tokenizer
+    file stops the start-up, named, unless ``skip_unservable`` (then it is logged and
+    skipped); hidden folders and files are ignored."""
+    if not models_dir.is_dir():
+        raise RuntimeError(f"the models folder {models_dir} does not exist or is not a folder")
+    try:
+        entries = sorted(p for p in models_dir.iterdir()
+                         if p.is_dir() and not p.name.startswith("."))
+    except OSError as error:
+        raise RuntimeError(f"the models folder {models_dir} cannot be read: {error}") from None
+    folders = [p for p in entries if is_model_folder(p)]
+    unservable = [p.name for p in entries if p not in folders]
+    if unservable and not skip_unservable:
+        raise RuntimeError(
+            f"{models_dir}: folders without a {DECODE_SPEC} or {', '.join(ORIGINALS)} cannot "
+            f"be served: {', '.join(unservable)} (remove them, or set "
+            f"DERENDER_SKIP_UNSERVABLE=true to skip them)")
+    for name in unservable:
+        log.warning("skipping %s: no %s or %s", models_dir / name, DECODE_SPEC,
+                    ", ".join(ORIGINALS))
+    if not folders:
+        raise RuntimeError(f"no model folder with a {DECODE_SPEC}, "
+                           f"{', '.join(ORIGINALS)} in {models_dir}")
+    return folders
+
+
 class ModelRegistry:
     """Served names → models; loads each tokenizer once, safely under concurrent requests."""
 
-    def __init__(self, models_dir: Path, default_model: str | None = None,
-                 parsers: Mapping[str, ParserChoice] | None = None) -> None:
-        """``parsers``: per model folder name, parsers replacing its manifest's."""
-        folders = sorted(p for p in models_dir.iterdir() if is_model_folder(p)) \
-            if models_dir.is_dir() else []
-        if not folders:
-            raise RuntimeError(f"no model folder with a {DECODE_SPEC}, "
-                               f"{', '.join(ORIGINALS)} in {models_dir}")
+    def __init__(self, models_dir: Path | None, default_model: str | None = None,
+                 parsers: Mapping[str, ParserChoice] | None = None, *,
+                 folders: list[Path] | None = None,
+                 manifests: Mapping[str, Mapping[str, Any]] | None = None,
+                 skip_unservable: bool = False) -> None:
+        """``parsers``: per model folder name, parsers replacing its manifest's;
+        ``folders``: model folders to serve instead of those of ``models_dir``;
+        ``manifests``: per folder name, manifest entries replacing the folder's."""
+        if folders is None:
+            if models_dir is None:
+                raise RuntimeError("no models folder and no model folders given")
+            folders = model_folders(models_dir, skip_unservable)
+        else:
+            for folder in folders:
+                if not is_model_folder(folder):
+                    raise RuntimeError(f"{folder}: not a model folder (no {DECODE_SPEC} or "
+                                       f"{', '.join(ORIGINALS)})")
+            if len({folder.name for folder in folders}) != len(folders):
+                raise RuntimeError("two model folders share a name: "
+                                   f"{', '.join(str(f) for f in folders)}")
         parsers = parsers or {}
-        unknown = set(parsers) - {folder.name for folder in folders}
+        manifests = manifests or {}
+        unknown = (set(parsers) | set(manifests)) - {folder.name for folder in folders}
         if unknown:
             raise RuntimeError(f"parsers configured for unknown model folders: "
                                f"{', '.join(sorted(unknown))}")
-        self._infos = [read_model_info(folder, parsers.get(folder.name)) for folder in folders]
+        self._infos = [read_model_info(folder, parsers.get(folder.name),
+                                       manifests.get(folder.name)) for folder in folders]
         for info in self._infos:  # the served formats' machines, and only theirs
             load(info.reasoning_parser, info.tool_parser)
         self._by_name: dict[str, ModelInfo] = {}
