@@ -32,6 +32,12 @@ event loop thread):
   gives (capped), within :class:`RetryPolicy`'s attempts and deadline; then
   :class:`DerenderUnavailableError`. Any other refusal raises :class:`DerenderError` at once,
   with the service's error envelope.
+- **Backpressure.** The engine stream is read at most ``max_ahead`` chunks ahead of the
+  consumer (read, not yet yielded: queued, in a call, or answered and waiting), so a slow
+  consumer slows the reading instead of growing memory with the whole generation.
+- **Interruption.** Closing the stream (the sync :class:`SyncStream` from any thread), an
+  error or the ``deadline`` ends it at once; ``interrupt`` is then called while the engine
+  stream is unfinished, so that a read blocked in it can return.
 - **Authentication.** ``auth=SigV4(region, service)`` signs every attempt afresh with botocore's
   SigV4 signer and its default credential chain (``execute-api`` for API Gateway, ``lambda``
   for Function URLs); ``auth=BearerToken(token)`` sends ``Authorization: Bearer …``. Any
