@@ -83,6 +83,7 @@ class StreamSettings:
             sorted(stops.stop_token_ids), stops.ignore_eos, stops.include_stop_str_in_output,
             stops.min_tokens, self.keep, self.parsing,
             *(() if self.caller is None else (self.caller,)),
+            *(() if self.decode.spaces else ("no-spaces-between-special-tokens",)),
         )
 
 
@@ -170,12 +171,12 @@ def advance(settings: StreamSettings, state: StreamState, choice: GenerateStream
     if progress.stopped:
         text, finish, stop_reason, pending = "", None, None, None
     else:
-        skip = settings.decode.skip_special
+        skip, spaces = settings.decode.skip_special, settings.decode.spaces
         head_n = max(0, min(len(kept), stops.min_tokens - decoded))
         head = ""
         if head_n:
-            head, window = detokenize(settings.text_vocab, window, kept[:head_n], skip)
-        tail, window = detokenize(settings.text_vocab, window, kept[head_n:], skip)
+            head, window = detokenize(settings.text_vocab, window, kept[:head_n], skip, spaces)
+        tail, window = detokenize(settings.text_vocab, window, kept[head_n:], skip, spaces)
         head_chars = progress.head_chars
         if head_chars is None and decoded + len(kept) >= stops.min_tokens:
             head_chars = progress.text_chars + len(head)

@@ -183,11 +183,12 @@ class _AddedJoin:
     """A slow HF tokenizer's ``convert_tokens_to_string`` with added tokens, as vLLM's
     ``_convert_tokens_to_string_with_added_encoders`` does it when special tokens are kept:
     each added token's piece is its own text, the runs between are decoded, and the parts are
-    joined by a space (``spaces_between_special_tokens``, true by default)."""
+    joined by a space (``spaces_between_special_tokens``, true by default) or by nothing."""
 
-    def __init__(self, inner: Joiner, added: frozenset[str]) -> None:
+    def __init__(self, inner: Joiner, added: frozenset[str], separator: str = " ") -> None:
         self._inner = inner
         self._added = added
+        self._separator = separator
 
     def decode(self, tokens: list[str]) -> str:
         parts: list[str] = []
@@ -203,7 +204,7 @@ class _AddedJoin:
                 run.append(token)
         if run:
             parts.append(self._inner.decode(run))
-        return " ".join(parts)
+        return self._separator.join(parts)
 
 
 class _MarkedJoin:
@@ -337,8 +338,9 @@ class Vocabulary:
         """``decode([id])`` for every id."""
         return [self.decode([i]) for i in ids]
 
-    def text_view(self, skip_special: bool) -> Vocabulary:
-        """The vocabulary vLLM's incremental detokenizer joins, for ``skip_special_tokens``.
+    def text_view(self, skip_special: bool, spaces: bool = True) -> Vocabulary:
+        """The vocabulary vLLM's incremental detokenizer joins, for ``skip_special_tokens``
+        and ``spaces_between_special_tokens`` (``spaces``).
 
         A ``tokenizer.json`` vocabulary is its own view (a fast tokenizer's
         ``convert_tokens_to_string`` is its decoder). vLLM detokenizes the two others with its
@@ -351,11 +353,15 @@ class Vocabulary:
           (each id decoded alone, U+FFFD for a partial character) and are simply concatenated.
         - tiktoken (Kimi's slow ``TikTokenTokenizer``, whose special tokens are its added
           vocabulary): skipping, pieces spelling a special token are dropped too; keeping,
-          added tokens stand apart from the decoded runs and the parts are joined by spaces.
+          added tokens stand apart from the decoded runs and the parts are joined by spaces,
+          or by nothing when ``spaces_between_special_tokens`` is false (skipping, every added
+          token is special and dropped, so there is nothing to join).
         """
         if self.kind == HF:
             return self
-        return self._skipping_view if skip_special else self._keeping_view
+        if skip_special:
+            return self._skipping_view
+        return self._keeping_view if spaces or self.kind == TEKKEN else self._keeping_tight_view
 
     @functools.cached_property
     def _skipping_view(self) -> Vocabulary:
@@ -383,9 +389,18 @@ class Vocabulary:
             ]
             return dataclasses.replace(self, pieces=pieces, decoder=_decoder({"type": "Fuse"}),
                                        kind=HF, byte_level=False)
+        return self._added_join_view(" ")
+
+    @functools.cached_property
+    def _keeping_tight_view(self) -> Vocabulary:
+        """tiktoken, special tokens kept, ``spaces_between_special_tokens`` false."""
+        return self._added_join_view("")
+
+    def _added_join_view(self, separator: str) -> Vocabulary:
         assert self.decoder is not None
         added_pieces = frozenset(self.pieces[i] for i in self.special_ids)
-        return dataclasses.replace(self, decoder=_AddedJoin(self.decoder, added_pieces),
+        return dataclasses.replace(self, decoder=_AddedJoin(self.decoder, added_pieces,
+                                                            separator),
                                    kind=HF, fast_path=False, byte_level=False)
 
     @classmethod
