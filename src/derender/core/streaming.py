@@ -27,10 +27,10 @@ from derender.core.decoding.markers import pending_prefix
 from derender.core.decoding.sequence import DecodeSettings
 from derender.core.decoding.stops import (
     StopReason,
-    cut_at_stop_string,
     drop_stop_token,
-    find_stop_string,
     is_stop_token,
+    match_stop_string,
+    pending_prefix_marked,
     stop_string_candidates,
 )
 from derender.core.decoding.vocab import Vocabulary
@@ -229,13 +229,16 @@ def _hold_or_cut(progress: StopProgress, new_text: str, head_chars: int | None,
     buffer = progress.held + new_text
     start = progress.text_chars - len(progress.held)
     text_chars = progress.text_chars + len(new_text)
+    marked = settings.parsing is not None  # the parser path's text is marked
     if head_chars is not None and candidates:
-        match = find_stop_string(buffer, start + len(buffer) - head_chars, candidates)
+        match = match_stop_string(buffer, start + len(buffer) - head_chars, candidates,
+                                  settings.decode.stops.include_stop_str_in_output, marked)
         if match is not None:
-            cut = cut_at_stop_string(buffer, match,
-                                     settings.decode.stops.include_stop_str_in_output)
-            return cut, StopProgress("", text_chars, head_chars, stopped=True), match[2]
-    hold = 0 if final else pending_prefix(buffer, settings.decode.stops.stop)
+            cut, string = match
+            return cut, StopProgress("", text_chars, head_chars, stopped=True), string
+    stops = settings.decode.stops.stop
+    hold = 0 if final else (pending_prefix_marked(buffer, stops) if marked
+                            else pending_prefix(buffer, stops))
     emitted, held = buffer[:len(buffer) - hold], buffer[len(buffer) - hold:]
     return emitted, StopProgress(held, text_chars, head_chars), None
 

@@ -13,9 +13,8 @@ from derender.core.decoding.detokenizer import DecodeWindow, detokenize
 from derender.core.decoding.stops import (
     StopReason,
     StopSettings,
-    cut_at_stop_string,
     drop_stop_token,
-    find_stop_string,
+    match_stop_string,
     normalize_stop,
     stop_string_candidates,
 )
@@ -72,9 +71,9 @@ def sequence_text(
                               settings.spaces)
     tail, _ = detokenize(vocab, window, kept[head_len:], settings.skip_special, settings.spaces)
     text = head + tail
-    match = find_stop_string(text, len(tail),
-                             stop_string_candidates(finish_reason, reported, stops))
+    match = match_stop_string(text, len(tail),
+                              stop_string_candidates(finish_reason, reported, stops),
+                              stops.include_stop_str_in_output, vocab.is_marked)
     if match is not None:
-        stop_reason = match[2]
-        text = cut_at_stop_string(text, match, stops.include_stop_str_in_output)
+        text, stop_reason = match
     return text, stop_reason

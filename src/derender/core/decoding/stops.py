@@ -3,6 +3,13 @@
 The engine already stopped; derender only reproduces what the coupled server would have shown:
 the stop token that ended generation is dropped from the text (vLLM §5.5) and the text is cut
 at the earliest-ending stop string (vLLM §5.6).
+
+On the parser path the text is marked (``Vocabulary.marked``: a single-token marker is one
+private-use stand-in, a private-use character the model wrote is escaped), while vLLM matches
+stop strings on the text itself: the ``*_marked`` functions match on the text the marked text
+stands for (``RESTORE_MARKUP``) and give positions back in marked characters. A cut inside a
+marker's text keeps the part before the cut as plain characters (no longer that marker), as
+vLLM's text would.
 """
 
 from __future__ import annotations
@@ -10,7 +17,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from derender.core.decoding.vocab import Vocabulary
+from derender.core.decoding.markers import pending_prefix
+from derender.core.decoding.vocab import RESTORE_MARKUP, Vocabulary
 
 StopReason = int | str | None
 
@@ -86,6 +94,18 @@ def stop_string_candidates(finish_reason: str | None, stop_reason: StopReason,
     return settings.stop
 
 
+def match_stop_string(text: str, tail_len: int, candidates: Sequence[str], include: bool,
+                      marked: bool) -> tuple[str, str] | None:
+    """The text cut at the earliest-ending stop string ending in the last ``tail_len``
+    characters, and that string; None without a match. ``marked``: ``text`` is marked."""
+    if marked:
+        match = find_stop_string_marked(text, tail_len, candidates)
+        return None if match is None else (cut_at_stop_string_marked(text, match, include),
+                                           match[2])
+    match = find_stop_string(text, tail_len, candidates)
+    return None if match is None else (cut_at_stop_string(text, match, include), match[2])
+
+
 def find_stop_string(text: str, tail_len: int, candidates: Sequence[str]
                      ) -> tuple[int, int, str] | None:
     """Earliest-ending match that ends inside the last ``tail_len`` characters.
@@ -110,3 +130,57 @@ def cut_at_stop_string(text: str, match: tuple[int, int, str], include: bool) ->
     start, end, _ = match
     return text[:end] if include else text[:start]
 
+
+
+def _spelled(char: str) -> str:
+    """The text one marked character stands for."""
+    got = RESTORE_MARKUP.get(ord(char))
+    if got is None:
+        return char
+    return got if isinstance(got, str) else chr(got)
+
+
+def restore(text: str) -> str:
+    """The text a marked text stands for."""
+    return text.translate(RESTORE_MARKUP)
+
+
+def find_stop_string_marked(text: str, tail_len: int, candidates: Sequence[str]
+                            ) -> tuple[int, int, str] | None:
+    """:func:`find_stop_string` on what the marked ``text`` stands for (``tail_len`` in
+    marked characters); the match's positions are in that restored text."""
+    if tail_len <= 0 or not candidates:
+        return None
+    tail = text[max(0, len(text) - tail_len):]
+    return find_stop_string(restore(text), len(restore(tail)) + max(0, tail_len - len(text)),
+                            candidates)
+
+
+def marked_prefix(text: str, length: int) -> str:
+    """The marked text standing for the first ``length`` characters of ``restore(text)``: a
+    marker cut inside keeps its characters before the cut, plain."""
+    at = 0
+    for index, char in enumerate(text):
+        spelled = _spelled(char)
+        if at + len(spelled) > length:
+            return text[:index] + (spelled[:length - at] if len(spelled) > 1 else "")
+        at += len(spelled)
+    return text
+
+
+def cut_at_stop_string_marked(text: str, match: tuple[int, int, str], include: bool) -> str:
+    """:func:`cut_at_stop_string` for a marked text and a match of
+    :func:`find_stop_string_marked`."""
+    start, end, _ = match
+    return marked_prefix(text, end if include else start)
+
+
+def pending_prefix_marked(text: str, stops: Sequence[str]) -> int:
+    """Marked characters at the end of ``text`` to hold back because what they stand for
+    could begin a stop string: whole characters, so a marker is held whole or not at all."""
+    need = pending_prefix(restore(text), stops)
+    held = 0
+    while need > 0:
+        held += 1
+        need -= len(_spelled(text[-held]))
+    return held

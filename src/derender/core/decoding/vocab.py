@@ -310,6 +310,11 @@ class Vocabulary:
         return dataclasses.replace(self, pieces=pieces,
                                    decoder=_MarkedJoin(self.decoder, frozenset(stand_ins)))
 
+    @property
+    def is_marked(self) -> bool:
+        """This is a ``marked`` vocabulary: its text stands for ``restore``-d text."""
+        return isinstance(self.decoder, _MarkedJoin)
+
     def spelled(self, marker: str) -> str:
         """How ``marker`` appears in text decoded with ``marked``."""
         if self.token_id(marker) is None:
