@@ -448,8 +448,10 @@ class Vocabulary:
                 special_names.add(name)
         extra_special = tokenizer_config.get("extra_special_tokens")
         if isinstance(extra_special, dict):
+            extra_special = list(extra_special.values())
+        if isinstance(extra_special, list):  # transformers 5 writes the list form (GLM-5)
             special_names.update(
-                name for value in extra_special.values()
+                name for value in extra_special
                 if (name := _token_content(value)) is not None
             )
         special_ids = frozenset(i for name in special_names if (i := token_id(name)) is not None)
