@@ -49,7 +49,6 @@ Requires ``httpx``, and botocore for SigV4 (``pip install 'derender[client]'``).
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import contextlib
 import email.utils
 import json
@@ -428,7 +427,8 @@ class _Lane:
 class _Run:
     """One stream through the coalescing engine (see the module docstring)."""
 
-    def __init__(self, session: StreamSession, send: Send, options: _Options) -> None:
+    def __init__(self, session: StreamSession, send: Send, options: _Options,
+                 consumed: Callable[[], int] | None = None) -> None:
         self.session = session
         self.send = send
         self.options = options
@@ -442,6 +442,10 @@ class _Run:
         self.emitted = 0
         self.room = asyncio.Event()
         """Raised when the consumer takes a chunk (the read-ahead window has room again)."""
+        self.consumed = consumed
+        """How many chunks the consumer took, where it is not the one iterating ``outputs``
+        (the sync API's caller); it then raises ``room`` while ``reader_waiting``."""
+        self.reader_waiting = False
         self.source_done = False
         self.error: BaseException | None = None
         self.ready = asyncio.Event()
@@ -466,7 +470,8 @@ class _Run:
 
     def full(self) -> bool:
         """``max_ahead`` engine chunks are read and not yet taken by the consumer."""
-        return self.arrived - self.emitted >= self.options.max_ahead
+        taken = self.emitted if self.consumed is None else self.consumed()
+        return self.arrived - taken >= self.options.max_ahead
 
     async def read(self, source: AsyncIterator[Item]) -> None:
         """Read the engine stream into the lanes, never more than ``max_ahead`` chunks ahead
@@ -475,7 +480,10 @@ class _Run:
             while True:
                 while self.full():
                     self.room.clear()
-                    await self.room.wait()
+                    self.reader_waiting = True  # then checked again: no wake-up is lost
+                    if self.full():
+                        await self.room.wait()
+                    self.reader_waiting = False
                 try:
                     item = await anext(source)
                 except StopAsyncIteration:
@@ -678,9 +686,9 @@ class _EngineReader:
 
 
 class SyncStream(Iterator[JSON]):
-    """What :func:`stream_derender` returns: the OpenAI chunks, pulled one at a time (the
-    engine stream is read no further ahead than ``max_ahead``). ``close()`` (also a ``with``
-    block's end) may be called from any thread, at any time, more than once."""
+    """What :func:`stream_derender` returns: the OpenAI chunks, in order (the engine stream is
+    read no further ahead of this iterator's caller than ``max_ahead``). ``close()`` (also a
+    ``with`` block's end) may be called from any thread, at any time, more than once."""
 
     def __init__(self, iterator: Iterator[Item], session: StreamSession, options: _Options,
                  base_url: str, client: httpx.Client | None, auth: httpx.Auth | None,
@@ -690,14 +698,16 @@ class SyncStream(Iterator[JSON]):
         self._http = client or httpx.Client(base_url=base_url, timeout=options.timeout)
         self._interrupt = interrupt
         self._lock = threading.Lock()
-        self._pending: concurrent.futures.Future[JSON] | None = None
-        self._step_task: asyncio.Task[JSON] | None = None
+        self._started = False
+        self._consumed = 0
+        self._out: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
         self._pool = ThreadPoolExecutor(SYNC_THREADS, thread_name_prefix="derender-client")
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever,
                                         name="derender-client-loop", daemon=True)
         self._thread.start()
         self._reader = _EngineReader(iterator, self._loop)
+        self._run: _Run | None = None
         path = PATHS[session.route]
         extra = _auth_kwargs(auth)
         http = self._http
@@ -712,42 +722,42 @@ class SyncStream(Iterator[JSON]):
                 return response.status_code, response.headers, response.content
             return await loop.run_in_executor(pool, post)
 
-        def start() -> AsyncGenerator[JSON, None]:
-            return coalesce(self._reader.items(), session, send, options)
+        async def pump() -> None:
+            """The engine, on the loop; its chunks go to ``_out`` as they come in order."""
+            self._run = _Run(session, send, options, lambda: self._consumed)
+            try:
+                async for chunk in self._run.outputs(self._reader.items()):
+                    self._out.put(("chunk", chunk))
+            except Exception as exc:
+                self._out.put(("error", exc))
+            else:
+                self._out.put(("end", None))
 
-        self._start = start
-        self._outputs: AsyncGenerator[JSON, None] | None = None
+        self._pump = pump
 
     def __iter__(self) -> SyncStream:
         return self
-
-    async def _step(self) -> JSON:
-        self._step_task = asyncio.current_task()
-        if self._outputs is None:  # made on the loop: the engine runs there
-            self._outputs = self._start()
-        return await anext(self._outputs)
 
     def __next__(self) -> JSON:
         with self._lock:
             if self._closed:
                 raise StopIteration
-            pending = self._pending = asyncio.run_coroutine_threadsafe(self._step(),
-                                                                       self._loop)
-        try:
-            return pending.result()
-        except StopAsyncIteration:
-            self.close()
-            raise StopIteration from None
-        except concurrent.futures.CancelledError:  # closed from another thread meanwhile
-            self.close()
-            raise StopIteration from None
-        except BaseException:
-            self.close()
-            raise
-        finally:
-            with self._lock:
-                if self._pending is pending:
-                    self._pending = None
+            if not self._started:
+                self._started = True
+                asyncio.run_coroutine_threadsafe(self._pump(), self._loop)
+        kind, value = self._out.get()
+        if kind == "chunk":
+            self._consumed += 1
+            run = self._run
+            if run is not None and run.reader_waiting:  # the window has room again
+                with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+                    self._loop.call_soon_threadsafe(run.room.set)
+            chunk: JSON = value
+            return chunk
+        self.close()
+        if kind == "error":
+            raise value
+        raise StopIteration  # the end, or closed (by another thread) meanwhile
 
     def close(self) -> None:
         """End the stream now: drop what is queued or in flight, stop reading the engine
@@ -756,9 +766,7 @@ class SyncStream(Iterator[JSON]):
             if self._closed:
                 return
             self._closed = True
-            pending = self._pending
-        if pending is not None:
-            pending.cancel()  # a thread blocked in __next__ sees the end at once
+        self._out.put(("closed", None))  # a thread blocked in __next__ sees the end at once
         self._reader.stop()
         if self._interrupt is not None and not self._reader.finished:
             self._interrupt()
@@ -775,13 +783,7 @@ class SyncStream(Iterator[JSON]):
             self._http.close()
 
     async def _shutdown(self) -> None:
-        step = self._step_task
-        if step is not None and not step.done():
-            step.cancel()
-            await asyncio.gather(step, return_exceptions=True)
-        if self._outputs is not None:
-            await self._outputs.aclose()
-        await _cancel_others()
+        await _cancel_others()  # the pump: its engine's tasks are cancelled with it
         await self._loop.shutdown_asyncgens()
 
     def __enter__(self) -> SyncStream:
