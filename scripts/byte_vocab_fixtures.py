@@ -8,7 +8,8 @@ For each folder of ``tests/byte_vocab_models.py`` (built under a temporary folde
 cases — a prompt, output ids, ``skip_special_tokens`` — are fed one id at a time to the
 incremental detokenizer vLLM's engine picks for the tokenizer
 (``IncrementalDetokenizer.from_new_request``: ``SlowIncrementalDetokenizer`` for both), and the
-deltas are written as ``<model>.json``.
+deltas are written as ``<model>.json``; then (issue 24) cases of the same kinds with
+``spaces_between_special_tokens`` false as ``<model>-no-spaces.json``.
 
 - tekken: the tokenizer is vLLM's own ``MistralTokenizer.from_pretrained(folder)``, as
   ``--tokenizer-mode mistral`` loads it.
@@ -50,6 +51,7 @@ TEXTS = [
     "  leading and trailing spaces   ",
 ]
 CASES_PER_MODEL = 240
+NO_SPACES_CASES = 120
 
 
 class KimiTikToken(PythonBackend):  # type: ignore[misc]
@@ -116,8 +118,10 @@ def encode(name: str, tokenizer: Any, text: str) -> list[int]:
     return list(tokenizer.encode(text, add_special_tokens=False))
 
 
-def run(tokenizer: Any, prompt: list[int], ids: list[int], skip: bool) -> list[str]:
-    params = SamplingParams(skip_special_tokens=skip, max_tokens=len(ids) + 1)
+def run(tokenizer: Any, prompt: list[int], ids: list[int], skip: bool,
+        spaces: bool = True) -> list[str]:
+    params = SamplingParams(skip_special_tokens=skip, max_tokens=len(ids) + 1,
+                            spaces_between_special_tokens=spaces)
     request = SimpleNamespace(sampling_params=params, prompt_token_ids=prompt,
                               prompt_embeds=None, request_id="fixture")
     detokenizer = IncrementalDetokenizer.from_new_request(tokenizer, request)
@@ -128,7 +132,8 @@ def run(tokenizer: Any, prompt: list[int], ids: list[int], skip: bool) -> list[s
     return deltas
 
 
-def cases(name: str, tokenizer: Any, rng: random.Random) -> list[dict[str, Any]]:
+def cases(name: str, tokenizer: Any, rng: random.Random, spaces: bool = True,
+          count: int = CASES_PER_MODEL) -> list[dict[str, Any]]:
     size = len(tokenizer)
     specials = sorted(set(tokenizer.all_special_ids)) if name == "kimi-tiktoken" \
         else list(range(40))
@@ -136,7 +141,7 @@ def cases(name: str, tokenizer: Any, rng: random.Random) -> list[dict[str, Any]]
     encoded = [encode(name, tokenizer, text) for text in TEXTS]
     bytes_ids = list(range(first_regular + 128, first_regular + 256))  # lone UTF-8 bytes
     out = []
-    for n in range(CASES_PER_MODEL):
+    for n in range(count):
         kind = n % 4
         if kind == 0:  # real text, a slice of it
             ids = rng.choice(encoded)
@@ -156,9 +161,12 @@ def cases(name: str, tokenizer: Any, rng: random.Random) -> list[dict[str, Any]]
         prompt = [rng.choice([rng.randrange(size), rng.choice(specials), rng.choice(bytes_ids)])
                   for _ in range(rng.randrange(0, 10))]
         skip = n % 3 != 0
-        deltas = run(tokenizer, prompt, ids, skip)
-        out.append({"prompt": prompt, "ids": ids, "skip_special_tokens": skip,
-                    "deltas": deltas, "text": "".join(deltas)})
+        deltas = run(tokenizer, prompt, ids, skip, spaces)
+        case = {"prompt": prompt, "ids": ids, "skip_special_tokens": skip,
+                "deltas": deltas, "text": "".join(deltas)}
+        if not spaces:
+            case["spaces_between_special_tokens"] = False
+        out.append(case)
     return out
 
 
@@ -176,6 +184,13 @@ def main() -> None:
             (out / f"{name}.json").write_text(
                 json.dumps(record, ensure_ascii=False, indent=None) + "\n", encoding="utf-8")
             print(name, len(record["cases"]), "cases")
+            # issue 24: the same kinds of cases with spaces_between_special_tokens false
+            rng = random.Random(f"issue24-{name}")
+            record = {**record, "cases": cases(name, tokenizer, rng, spaces=False,
+                                               count=NO_SPACES_CASES)}
+            (out / f"{name}-no-spaces.json").write_text(
+                json.dumps(record, ensure_ascii=False, indent=None) + "\n", encoding="utf-8")
+            print(name, len(record["cases"]), "cases without spaces between special tokens")
 
 
 if __name__ == "__main__":

@@ -546,14 +546,16 @@ def _check_json_tool_output(got: dict[str, Any], recorded: dict[str, Any]) -> No
 
 
 def test_every_case_is_accounted_for() -> None:
-    """The corpus is complete: 1313 cases (issue 15's are 1500-1557, issue 22's 2900-2928),
-    each replayed or
-    deviating on purpose."""
+    """The corpus is complete (issue 15's cases are 1500-1557, issue 24's 2300-2377: stop
+    strings over markup and GLM-5.x, issue 22's 2900-2928: non-finite numbers), each replayed
+    or deviating on purpose."""
     issue15 = [p for p in CASES if 1500 <= int(p.name.split("-")[0]) <= 1557]
     assert len(issue15) == 58
+    issue24 = [p for p in CASES if 2300 <= int(p.name.split("-")[0]) <= 2399]
+    assert len(issue24) == 15 + 36 + 18
     issue22 = [p for p in CASES if 2900 <= int(p.name.split("-")[0]) <= 2949]
     assert len(issue22) == 29
-    assert len(CASES) == 1226 + len(issue15) + len(issue22)
+    assert len(CASES) == 1226 + len(issue15) + len(issue24) + len(issue22)
     replayed = [p for p in CASES if _pending_reason(load_case(p)) is None]
     names = {p.stem for p in replayed}
     assert set(DEVIATIONS) <= names

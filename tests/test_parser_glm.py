@@ -23,7 +23,7 @@ from derender.core.parsers.engine import MAX_NAME, MAX_SPACE, MAX_VALUE
 from derender.core.parsers.formats import glm
 from derender.core.parsers.registry import MARKUP
 from derender.core.parsers.tools import ToolContext
-from tests.conftest import tokenizer, vocabulary
+from tests.conftest import model_folder, tokenizer, vocabulary
 from tests.test_parser_dsml import TOOLS
 from tests.test_parser_properties import PROPS
 from tests.tool_streams import (
@@ -324,3 +324,19 @@ def test_glm_stream_folds_to_message(client_for: Any, model: str, reasoning_pars
     expected = run_both(client, model, ids, finish, prompt, request, data)
     if clean and "<think>" not in text and "</think>" in text and reasoning_parser is not None:
         check_written(expected, [[n, p] for n, p in written], request)
+
+
+@pytest.mark.parametrize("name", ["glm-5", "glm-5.1", "glm-5.2"])
+def test_glm5_folders_name_the_same_special_tokens_as_glm47(name: str) -> None:
+    """GLM-5.x's ``tokenizer_config.json`` lists its special tokens as a list
+    ``extra_special_tokens`` (transformers 5), GLM-4.7-Flash's the same 18 names as
+    ``additional_special_tokens``: both are read, so ``skip_special_tokens`` drops the same
+    ids."""
+    config = json.loads((model_folder(name) / "tokenizer_config.json").read_text("utf-8"))
+    older = json.loads((model_folder("glm-4.7-flash") / "tokenizer_config.json")
+                       .read_text("utf-8"))
+    assert config["extra_special_tokens"] == older["additional_special_tokens"]
+    assert len(config["extra_special_tokens"]) == 18
+    assert vocabulary(name).special_ids == vocabulary("glm-4.7-flash").special_ids
+    v = vocabulary(name)
+    assert {v.token_id(t) for t in config["extra_special_tokens"]} == set(v.special_ids)

@@ -330,10 +330,15 @@ def test_throttling_caps_every_route_of_the_default_stage(
     (stage,) = stages.values()
     assert stage["ApiId"] == {"Ref": "DerenderHttpApi"}
     assert (stage["StageName"], stage["AutoDeploy"]) == ("$default", True)  # no path prefix
-    assert stage["DefaultRouteSettings"] == {
-        "ThrottlingRateLimit": deployed.params["ThrottlingRateLimit"],
-        "ThrottlingBurstLimit": deployed.params["ThrottlingBurstLimit"]}
-    assert "RouteSettings" not in stage  # no route raises its own limits past the default
+    limits = {"ThrottlingRateLimit": deployed.params["ThrottlingRateLimit"],
+              "ThrottlingBurstLimit": deployed.params["ThrottlingBurstLimit"]}
+    assert stage["DefaultRouteSettings"] == limits
+    # each route by name (route-level throttling, a bucket per route), the same limits
+    routes = deployed.of_type("AWS::ApiGatewayV2::Route")
+    keys = {props["RouteKey"] for props in routes.values()}
+    assert keys == {"POST /v1/chat/completions/derender", "POST /v1/completions/derender"}
+    assert stage["RouteSettings"] == dict.fromkeys(keys, limits)
+    assert set(template["Resources"]["DerenderHttpApiStage"]["DependsOn"]) == set(routes)
 
 
 def test_throttling_defaults_are_set_below_the_account_limits(template: dict[str, Any]) -> None:

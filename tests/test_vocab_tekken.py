@@ -28,6 +28,7 @@ from tests.byte_vocab_checks import (
     per_token,
     recorded,
     served_texts,
+    spaces_matter,
     vocab,
 )
 
@@ -74,6 +75,14 @@ def test_ids_sizes_and_special_tokens_are_vllms(name: str) -> None:
 @pytest.mark.parametrize("name", MODELS)
 def test_incremental_detokenization_is_vllms(name: str) -> None:
     assert check_recorded(name) == 240
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_spaces_between_special_tokens_false_changes_nothing(name: str) -> None:
+    """Issue 24: vLLM's tekken detokenization (``MistralTokenizer``) does not consult
+    ``spaces_between_special_tokens``; recorded with it false, it answers as by default."""
+    assert check_recorded(name, f"{name}-no-spaces") == 120
+    assert spaces_matter(name) == 0
 
 
 @pytest.mark.parametrize("name", MODELS)

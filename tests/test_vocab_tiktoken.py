@@ -30,6 +30,7 @@ from tests.byte_vocab_checks import (
     per_token,
     recorded,
     served_texts,
+    spaces_matter,
     vocab,
 )
 
@@ -76,6 +77,13 @@ def test_incremental_detokenization_is_vllms() -> None:
     assert check_recorded(NAME) == 240
 
 
+def test_spaces_between_special_tokens_false_is_vllms() -> None:
+    """Issue 24: the request's ``spaces_between_special_tokens`` reaches the slow join (vLLM
+    recorded with it false); a good share of those cases read differently with the default."""
+    assert check_recorded(NAME, f"{NAME}-no-spaces") == 120
+    assert spaces_matter(NAME) >= 10
+
+
 def test_streaming_equals_the_whole_decode() -> None:
     enc = encoding()
     ids = enc.encode(TEXT, disallowed_special=())
@@ -92,6 +100,23 @@ def test_a_tiktoken_folder_is_served(tmp_path: Path) -> None:
     for case in cases:
         whole, streamed, completion = served_texts(http, NAME, case["ids"], case["prompt"])
         assert whole == streamed == completion == case["text"], case
+
+
+def test_the_service_passes_spaces_between_special_tokens_through(tmp_path: Path) -> None:
+    """The request field reaches the decode on every path (chat whole and streamed,
+    completion): recorded cases keeping special tokens whose text depends on it."""
+    http = client(NAME, tmp_path)
+    v = vocab(NAME)
+    cases = [c for c in recorded(f"{NAME}-no-spaces")["cases"] if not c["skip_special_tokens"]
+             and c["text"] != "".join(per_token(v, c["prompt"], c["ids"], False))][:4]
+    assert len(cases) == 4
+    for case in cases:
+        sampling = {"skip_special_tokens": False, "spaces_between_special_tokens": False}
+        texts = served_texts(http, NAME, case["ids"], case["prompt"], sampling)
+        assert texts == (case["text"],) * 3, case
+        default = served_texts(http, NAME, case["ids"], case["prompt"],
+                               {"skip_special_tokens": False})
+        assert default[0] == default[1] == default[2] != case["text"]
 
 
 def test_a_folder_needs_one_tokenizer_file(tmp_path: Path) -> None:

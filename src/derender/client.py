@@ -32,6 +32,12 @@ event loop thread):
   gives (capped), within :class:`RetryPolicy`'s attempts and deadline; then
   :class:`DerenderUnavailableError`. Any other refusal raises :class:`DerenderError` at once,
   with the service's error envelope.
+- **Backpressure.** The engine stream is read at most ``max_ahead`` chunks ahead of the
+  consumer (read, not yet yielded: queued, in a call, or answered and waiting), so a slow
+  consumer slows the reading instead of growing memory with the whole generation.
+- **Interruption.** Closing the stream (the sync :class:`SyncStream` from any thread), an
+  error or the ``deadline`` ends it at once; ``interrupt`` is then called while the engine
+  stream is unfinished, so that a read blocked in it can return.
 - **Authentication.** ``auth=SigV4(region, service)`` signs every attempt afresh with botocore's
   SigV4 signer and its default credential chain (``execute-api`` for API Gateway, ``lambda``
   for Function URLs); ``auth=BearerToken(token)`` sends ``Authorization: Bearer …``. Any
@@ -43,6 +49,7 @@ Requires ``httpx``, and botocore for SigV4 (``pip install 'derender[client]'``).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import email.utils
 import json
 import queue
@@ -50,6 +57,7 @@ import random
 import threading
 from collections import deque
 from collections.abc import (
+    AsyncGenerator,
     AsyncIterable,
     AsyncIterator,
     Awaitable,
@@ -85,8 +93,13 @@ RETRY_ERRORS = (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocol
 """Transport failures retried: timeouts, connect/read/write errors, a connection closed or
 reset before the whole answer arrived."""
 SYNC_THREADS = 64
-"""Threads of the sync API: one reads the engine stream, the others carry calls (one per
-choice in flight)."""
+"""Threads of the sync API that carry calls (one per choice in flight); the engine stream is
+read on a thread of its own."""
+SHUTDOWN_WAIT = 10.0
+"""Most seconds closing a sync stream waits for its event loop to wind down (cancelled
+tasks end at once; this only bounds a loop that is already gone, e.g. at process exit)."""
+MAX_AHEAD = 1024
+"""Default ``max_ahead``: most engine chunks read but not yet taken by the consumer."""
 _HEADERS = {"Content-Type": "application/json"}
 
 
@@ -97,6 +110,11 @@ class DerenderError(Exception):
         super().__init__(f"{status} {error.get('type')}: {error.get('message')}")
         self.status = status
         self.error = error
+
+
+class StreamDeadlineError(TimeoutError):
+    """The stream's ``deadline`` passed before its end; the stream is over (engine read and
+    calls in flight abandoned, ``interrupt`` called)."""
 
 
 class DerenderUnavailableError(DerenderError):
@@ -318,18 +336,25 @@ class _Options:
     max_delay: float | None
     retry: RetryPolicy
     timeout: float
+    max_ahead: int = MAX_AHEAD
+    deadline: float | None = None
 
 
 def _options(max_batch: int, max_delay_ms: float | None, retry: RetryPolicy | None,
-             timeout: float) -> _Options:
+             timeout: float, max_ahead: int = MAX_AHEAD,
+             deadline: float | None = None) -> _Options:
     if not 1 <= max_batch <= MAX_BATCH:
         raise ValueError(f"max_batch must be between 1 and {MAX_BATCH}")
     if max_delay_ms is not None and max_delay_ms < 0:
         raise ValueError("max_delay_ms must not be negative")
     if timeout <= 0:
         raise ValueError("timeout must be positive")
+    if max_ahead < 1:
+        raise ValueError("max_ahead must be at least 1")
+    if deadline is not None and deadline <= 0:
+        raise ValueError("deadline must be positive (or None)")
     return _Options(max_batch, None if not max_delay_ms else max_delay_ms / 1000.0,
-                    retry or RetryPolicy(), timeout)
+                    retry or RetryPolicy(), timeout, max_ahead, deadline)
 
 
 async def post_with_retries(send: Send, content: bytes, count: int, policy: RetryPolicy,
@@ -406,7 +431,8 @@ class _Lane:
 class _Run:
     """One stream through the coalescing engine (see the module docstring)."""
 
-    def __init__(self, session: StreamSession, send: Send, options: _Options) -> None:
+    def __init__(self, session: StreamSession, send: Send, options: _Options,
+                 consumed: Callable[[], int] | None = None) -> None:
         self.session = session
         self.send = send
         self.options = options
@@ -417,6 +443,13 @@ class _Run:
         """The lane of chunks without choices: the first choice seen (0 if none yet)."""
         self.results: dict[int, JSON] = {}
         self.arrived = 0
+        self.emitted = 0
+        self.room = asyncio.Event()
+        """Raised when the consumer takes a chunk (the read-ahead window has room again)."""
+        self.consumed = consumed
+        """How many chunks the consumer took, where it is not the one iterating ``outputs``
+        (the sync API's caller); it then raises ``room`` while ``reader_waiting``."""
+        self.reader_waiting = False
         self.source_done = False
         self.error: BaseException | None = None
         self.ready = asyncio.Event()
@@ -439,9 +472,26 @@ class _Run:
             self.tasks.append(self.loop.create_task(self.work(lane)))
         return lane
 
+    def full(self) -> bool:
+        """``max_ahead`` engine chunks are read and not yet taken by the consumer."""
+        taken = self.emitted if self.consumed is None else self.consumed()
+        return self.arrived - taken >= self.options.max_ahead
+
     async def read(self, source: AsyncIterator[Item]) -> None:
+        """Read the engine stream into the lanes, never more than ``max_ahead`` chunks ahead
+        of the consumer: the next item is asked for only when the window has room."""
         try:
-            async for item in source:
+            while True:
+                while self.full():
+                    self.room.clear()
+                    self.reader_waiting = True  # then checked again: no wake-up is lost
+                    if self.full():
+                        await self.room.wait()
+                    self.reader_waiting = False
+                try:
+                    item = await anext(source)
+                except StopAsyncIteration:
+                    break
                 chunk = _as_chunk(item)
                 if chunk is None:
                     continue
@@ -465,7 +515,7 @@ class _Run:
         if delay is None:
             return
         while (len(lane.queue) < self.options.max_batch and not self.source_done
-               and not lane.queue[-1].final):
+               and not lane.queue[-1].final and not self.full()):
             remaining = lane.queue[0].at + delay - self.loop.time()
             if remaining <= 0:
                 return
@@ -498,21 +548,35 @@ class _Run:
         except Exception as exc:
             self.fail(exc)
 
-    async def outputs(self, source: AsyncIterator[Item]) -> AsyncIterator[JSON]:
+    def overdue(self, end: float | None) -> None:
+        if end is not None and self.loop.time() >= end:
+            raise StreamDeadlineError(f"the stream's deadline of {self.options.deadline} s "
+                                      "passed")
+
+    async def outputs(self, source: AsyncIterator[Item]) -> AsyncGenerator[JSON, None]:
+        deadline = self.options.deadline
+        end = None if deadline is None else self.loop.time() + deadline
         self.tasks.append(self.loop.create_task(self.read(source)))
-        emitted = 0
         try:
             while True:
-                while emitted in self.results:
-                    chunk = self.results.pop(emitted)
-                    emitted += 1
+                self.overdue(end)
+                while self.emitted in self.results:
+                    chunk = self.results.pop(self.emitted)
+                    self.emitted += 1
+                    self.room.set()
                     yield chunk
+                    self.overdue(end)
                 if self.error is not None:
                     raise self.error
-                if self.source_done and emitted == self.arrived:
+                if self.source_done and self.emitted == self.arrived:
                     return
                 self.ready.clear()
-                await self.ready.wait()
+                try:
+                    async with asyncio.timeout_at(end):
+                        await self.ready.wait()
+                except TimeoutError:
+                    self.overdue(end)
+                    raise
         finally:
             tasks = list(self.tasks)
             for task in tasks:
@@ -521,7 +585,7 @@ class _Run:
 
 
 def coalesce(source: AsyncIterator[Item], session: StreamSession, send: Send,
-             options: _Options) -> AsyncIterator[JSON]:
+             options: _Options) -> AsyncGenerator[JSON, None]:
     """The engine: OpenAI chunks for the engine chunks of ``source``, in their order."""
     return _Run(session, send, options).outputs(source)
 
@@ -544,71 +608,198 @@ def stream_derender(chunks: Iterable[Item], *, base_url: str, route: Route = "ch
                     completion_request: JSON | None = None, client: httpx.Client | None = None,
                     auth: httpx.Auth | None = None, timeout: float = 30.0,
                     retry: RetryPolicy | None = None, max_batch: int = 64,
-                    max_delay_ms: float | None = None) -> Iterator[JSON]:
+                    max_delay_ms: float | None = None, max_ahead: int = MAX_AHEAD,
+                    deadline: float | None = None,
+                    interrupt: Callable[[], object] | None = None) -> SyncStream:
     """Yield one OpenAI chunk per engine chunk, in order (see the module docstring).
 
-    The engine stream is read on a thread and the calls are made on others (up to
-    ``SYNC_THREADS - 1`` choices in flight) with ``client`` (default: an ``httpx.Client`` of
-    ``base_url``, closed at the end); ``timeout`` applies to each attempt. Closing the
-    generator early cancels what is queued; a thread blocked reading the engine stream ends
-    when that stream yields.
+    The engine stream is read on a daemon thread of its own, at most ``max_ahead`` chunks
+    ahead of the consumer, and the calls are made on others (up to ``SYNC_THREADS`` choices in
+    flight) with ``client`` (default: an ``httpx.Client`` of ``base_url``, closed at the end);
+    ``timeout`` applies to each attempt. The answer is a :class:`SyncStream`: an iterator whose
+    ``close()`` may be called from any thread, also while another is blocked waiting for its
+    next chunk (that one then sees the end of the stream). Closing it, an error, or the
+    ``deadline`` (seconds for the whole stream, then :class:`StreamDeadlineError`) ends the
+    stream at once: what is queued or in flight is dropped and, while the engine stream is
+    not finished, ``interrupt`` (e.g. the engine response's ``close``) is called so that an
+    engine read blocked in ``next()`` returns and its thread ends. Without ``interrupt`` a
+    read that never returns keeps only that daemon thread, which takes nothing further from
+    the engine and does not hold the process at exit.
     """
-    options = _options(max_batch, max_delay_ms, retry, timeout)
+    options = _options(max_batch, max_delay_ms, retry, timeout, max_ahead, deadline)
     session = StreamSession(route, model, prompt_token_ids, prompt_tokens,
                             _request(route, chat_request, completion_request))
-    own = client is None
-    http = client or httpx.Client(base_url=base_url, timeout=timeout)
-    pool = ThreadPoolExecutor(SYNC_THREADS, thread_name_prefix="derender-client")
-    loop = asyncio.new_event_loop()
-    thread = threading.Thread(target=loop.run_forever, name="derender-client-loop",
-                              daemon=True)
-    thread.start()
-    out: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
-    path = PATHS[route]
-    extra = _auth_kwargs(auth)
-    timed = isinstance(http, httpx.Client)  # not e.g. starlette's TestClient
+    return SyncStream(iter(chunks), session, options, base_url, client, auth, interrupt)
 
-    async def send(content: bytes, per_try: float) -> tuple[int, Mapping[str, str], bytes]:
-        kwargs: dict[str, Any] = {**extra, "timeout": per_try} if timed else extra
 
-        def post() -> tuple[int, Mapping[str, str], bytes]:
-            response = http.post(path, content=content, headers=_HEADERS, **kwargs)
-            return response.status_code, response.headers, response.content
-        return await loop.run_in_executor(pool, post)
+class _EngineReader:
+    """The sync engine iterator, read on a daemon thread of its own, one item per request, so
+    that a ``next()`` that blocks holds no shared worker and no process exit."""
 
-    async def source() -> AsyncIterator[Item]:
-        iterator = iter(chunks)
-        while (got := await loop.run_in_executor(pool, _next, iterator)) is not None:
+    def __init__(self, iterator: Iterator[Item], loop: asyncio.AbstractEventLoop) -> None:
+        self.iterator = iterator
+        self.loop = loop
+        self.requests: queue.SimpleQueue[asyncio.Future[tuple[Item] | None] | None] = (
+            queue.SimpleQueue())
+        self.finished = False
+        """The engine iterator ended or raised: there is nothing left to interrupt."""
+        self.thread = threading.Thread(target=self.run, name="derender-client-engine",
+                                       daemon=True)
+        self.thread.start()
+
+    def run(self) -> None:
+        while (future := self.requests.get()) is not None:
+            try:
+                got = _next(self.iterator)
+            except Exception as exc:  # handed to the reading task
+                self.finished = True
+                self.deliver(future, None, exc)
+                return
+            self.finished = got is None
+            if not self.deliver(future, got, None) or got is None:
+                return
+
+    def deliver(self, future: asyncio.Future[tuple[Item] | None], got: tuple[Item] | None,
+                error: BaseException | None) -> bool:
+        """Hand a read to the loop; False when the loop is gone (the stream ended)."""
+        def settle() -> None:
+            if future.done():
+                return
+            if error is not None:
+                future.set_exception(error)
+            else:
+                future.set_result(got)
+        try:
+            self.loop.call_soon_threadsafe(settle)
+        except RuntimeError:  # the loop is closed
+            return False
+        return True
+
+    async def items(self) -> AsyncIterator[Item]:
+        while True:
+            future: asyncio.Future[tuple[Item] | None] = self.loop.create_future()
+            self.requests.put(future)
+            got = await future
+            if got is None:
+                return
             yield got[0]
 
-    async def pump() -> None:
-        try:
-            async for chunk in coalesce(source(), session, send, options):
-                out.put(("chunk", chunk))
-        except Exception as exc:
-            out.put(("error", exc))
-        else:
-            out.put(("end", None))
+    def stop(self) -> None:
+        """No further reads: the thread ends once a read in progress returns."""
+        self.requests.put(None)
 
-    asyncio.run_coroutine_threadsafe(pump(), loop)
-    try:
-        while True:
-            kind, value = out.get()
-            if kind == "chunk":
-                yield value
-            elif kind == "end":
-                return
+
+class SyncStream(Iterator[JSON]):
+    """What :func:`stream_derender` returns: the OpenAI chunks, in order (the engine stream is
+    read no further ahead of this iterator's caller than ``max_ahead``). ``close()`` (also a
+    ``with`` block's end) may be called from any thread, at any time, more than once."""
+
+    def __init__(self, iterator: Iterator[Item], session: StreamSession, options: _Options,
+                 base_url: str, client: httpx.Client | None, auth: httpx.Auth | None,
+                 interrupt: Callable[[], object] | None) -> None:
+        self._closed = False
+        self._own = client is None
+        self._http = client or httpx.Client(base_url=base_url, timeout=options.timeout)
+        self._interrupt = interrupt
+        self._lock = threading.Lock()
+        self._started = False
+        self._consumed = 0
+        self._out: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
+        self._pool = ThreadPoolExecutor(SYNC_THREADS, thread_name_prefix="derender-client")
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever,
+                                        name="derender-client-loop", daemon=True)
+        self._thread.start()
+        self._reader = _EngineReader(iterator, self._loop)
+        self._run: _Run | None = None
+        path = PATHS[session.route]
+        extra = _auth_kwargs(auth)
+        http = self._http
+        timed = isinstance(http, httpx.Client)  # not e.g. starlette's TestClient
+        loop, pool = self._loop, self._pool
+
+        async def send(content: bytes, per_try: float) -> tuple[int, Mapping[str, str], bytes]:
+            kwargs: dict[str, Any] = {**extra, "timeout": per_try} if timed else extra
+
+            def post() -> tuple[int, Mapping[str, str], bytes]:
+                response = http.post(path, content=content, headers=_HEADERS, **kwargs)
+                return response.status_code, response.headers, response.content
+            return await loop.run_in_executor(pool, post)
+
+        async def pump() -> None:
+            """The engine, on the loop; its chunks go to ``_out`` as they come in order."""
+            self._run = _Run(session, send, options, lambda: self._consumed)
+            try:
+                async for chunk in self._run.outputs(self._reader.items()):
+                    self._out.put(("chunk", chunk))
+            except Exception as exc:
+                self._out.put(("error", exc))
             else:
-                raise value
-    finally:
-        asyncio.run_coroutine_threadsafe(_cancel_others(), loop).result()
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join()
-        loop.run_until_complete(loop.shutdown_asyncgens())
-        loop.close()
-        pool.shutdown(wait=False, cancel_futures=True)
-        if own:
-            http.close()
+                self._out.put(("end", None))
+
+        self._pump = pump
+
+    def __iter__(self) -> SyncStream:
+        return self
+
+    def __next__(self) -> JSON:
+        with self._lock:
+            if self._closed:
+                raise StopIteration
+            if not self._started:
+                self._started = True
+                asyncio.run_coroutine_threadsafe(self._pump(), self._loop)
+        kind, value = self._out.get()
+        if kind == "chunk":
+            self._consumed += 1
+            run = self._run
+            if run is not None and run.reader_waiting:  # the window has room again
+                with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+                    self._loop.call_soon_threadsafe(run.room.set)
+            chunk: JSON = value
+            return chunk
+        self.close()
+        if kind == "error":
+            raise value
+        raise StopIteration  # the end, or closed (by another thread) meanwhile
+
+    def close(self) -> None:
+        """End the stream now: drop what is queued or in flight, stop reading the engine
+        (calling ``interrupt`` if the engine stream is not finished), release the threads."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        self._out.put(("closed", None))  # a thread blocked in __next__ sees the end at once
+        self._reader.stop()
+        if self._interrupt is not None and not self._reader.finished:
+            self._interrupt()
+        if self._thread.is_alive() and threading.current_thread() is not self._thread:
+            shutdown = asyncio.run_coroutine_threadsafe(self._shutdown(), self._loop)
+            with contextlib.suppress(Exception):
+                shutdown.result(SHUTDOWN_WAIT)
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(SHUTDOWN_WAIT)
+        if not self._thread.is_alive():
+            self._loop.close()
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        if self._own:
+            self._http.close()
+
+    async def _shutdown(self) -> None:
+        await _cancel_others()  # the pump: its engine's tasks are cancelled with it
+        await self._loop.shutdown_asyncgens()
+
+    def __enter__(self) -> SyncStream:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:  # dropped unclosed: close it, unless from its own loop
+        if (not getattr(self, "_closed", True)
+                and threading.current_thread() is not getattr(self, "_thread", None)):
+            self.close()
 
 
 def _next(iterator: Iterator[Item]) -> tuple[Item] | None:
@@ -634,15 +825,23 @@ async def astream_derender(chunks: AsyncIterable[Item] | Iterable[Item], *, base
                            client: httpx.AsyncClient | None = None,
                            auth: httpx.Auth | None = None, timeout: float = 30.0,
                            retry: RetryPolicy | None = None, max_batch: int = 64,
-                           max_delay_ms: float | None = None) -> AsyncIterator[JSON]:
-    """Async twin of :func:`stream_derender` (a plain iterable source is read in the loop)."""
-    options = _options(max_batch, max_delay_ms, retry, timeout)
+                           max_delay_ms: float | None = None, max_ahead: int = MAX_AHEAD,
+                           deadline: float | None = None,
+                           interrupt: Callable[[], object] | None = None
+                           ) -> AsyncIterator[JSON]:
+    """Async twin of :func:`stream_derender` (a plain iterable source is read in the loop).
+
+    An async engine read is cancelled when the stream ends early (closed, error,
+    ``deadline``); ``interrupt``, if given, is called then too, while the engine stream is
+    not finished."""
+    options = _options(max_batch, max_delay_ms, retry, timeout, max_ahead, deadline)
     session = StreamSession(route, model, prompt_token_ids, prompt_tokens,
                             _request(route, chat_request, completion_request))
     own = client is None
     http = client or httpx.AsyncClient(base_url=base_url, timeout=timeout)
     path = PATHS[route]
     extra = _auth_kwargs(auth)
+    finished: list[bool] = []
 
     async def send(content: bytes, per_try: float) -> tuple[int, Mapping[str, str], bytes]:
         response = await http.post(path, content=content, headers=_HEADERS, timeout=per_try,
@@ -650,17 +849,28 @@ async def astream_derender(chunks: AsyncIterable[Item] | Iterable[Item], *, base
         return response.status_code, response.headers, response.content
 
     try:
-        async for chunk in coalesce(_aiter(chunks), session, send, options):
+        async for chunk in coalesce(_aiter(chunks, finished), session, send, options):
             yield chunk
     finally:
-        if own:
-            await http.aclose()
+        try:
+            if interrupt is not None and not finished:
+                interrupt()
+        finally:
+            if own:
+                await http.aclose()
 
 
-async def _aiter(items: AsyncIterable[Item] | Iterable[Item]) -> AsyncIterator[Item]:
-    if isinstance(items, AsyncIterable):
-        async for item in items:
-            yield item
-    else:
-        for item in items:
-            yield item
+async def _aiter(items: AsyncIterable[Item] | Iterable[Item],
+                 finished: list[bool]) -> AsyncIterator[Item]:
+    """The items; ``finished`` gets an entry once they ended or raised."""
+    try:
+        if isinstance(items, AsyncIterable):
+            async for item in items:
+                yield item
+        else:
+            for item in items:
+                yield item
+    except Exception:
+        finished.append(True)
+        raise
+    finished.append(True)

@@ -240,7 +240,8 @@ class _SamplingParams(_Model):
     skip_special_tokens: bool | None = None
     """Null counts as true."""
     spaces_between_special_tokens: bool = True
-    """Only consulted by slow tokenizers; every served tokenizer here is fast."""
+    """Consulted where vLLM detokenizes with a slow tokenizer (a tiktoken folder, special
+    tokens kept): false joins its added tokens to the text without spaces."""
     stop: str | list[str] | None = None
     """Count and length bounded by the service (``DERENDER_MAX_STOP_STRINGS``, 4 as in vLLM,
     and ``DERENDER_MAX_STOP_STRING_CHARS``), checked after the schema."""

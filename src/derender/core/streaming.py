@@ -31,10 +31,10 @@ from derender.core.decoding.markers import pending_prefix
 from derender.core.decoding.sequence import DecodeSettings
 from derender.core.decoding.stops import (
     StopReason,
-    cut_at_stop_string,
     drop_stop_token,
-    find_stop_string,
     is_stop_token,
+    match_stop_string,
+    pending_prefix_marked,
     stop_string_candidates,
 )
 from derender.core.decoding.vocab import Vocabulary
@@ -119,6 +119,7 @@ class StreamSettings:
             sorted(stops.stop_token_ids), stops.ignore_eos, stops.include_stop_str_in_output,
             stops.min_tokens, self.keep, parser_inputs,
             *(() if self.caller is None else (self.caller,)),
+            *(() if self.decode.spaces else ("no-spaces-between-special-tokens",)),
         ]
 
     def binding(self, chunk: GenerateTokensStreamResponse) -> bytes:
@@ -214,12 +215,12 @@ def advance(settings: StreamSettings, state: StreamState, choice: GenerateStream
     if progress.stopped:
         text, finish, stop_reason, pending = "", None, None, None
     else:
-        skip = settings.decode.skip_special
+        skip, spaces = settings.decode.skip_special, settings.decode.spaces
         head_n = max(0, min(len(kept), stops.min_tokens - decoded))
         head = ""
         if head_n:
-            head, window = detokenize(settings.text_vocab, window, kept[:head_n], skip)
-        tail, window = detokenize(settings.text_vocab, window, kept[head_n:], skip)
+            head, window = detokenize(settings.text_vocab, window, kept[:head_n], skip, spaces)
+        tail, window = detokenize(settings.text_vocab, window, kept[head_n:], skip, spaces)
         head_chars = progress.head_chars
         if head_chars is None and decoded + len(kept) >= stops.min_tokens:
             head_chars = progress.text_chars + len(head)
@@ -272,13 +273,16 @@ def _hold_or_cut(progress: StopProgress, new_text: str, head_chars: int | None,
     buffer = progress.held + new_text
     start = progress.text_chars - len(progress.held)
     text_chars = progress.text_chars + len(new_text)
+    table = parsers.RESTORE_MARKUP if settings.parsing is not None else None  # marked text
     if head_chars is not None and candidates:
-        match = find_stop_string(buffer, start + len(buffer) - head_chars, candidates)
+        match = match_stop_string(buffer, start + len(buffer) - head_chars, candidates,
+                                  settings.decode.stops.include_stop_str_in_output, table)
         if match is not None:
-            cut = cut_at_stop_string(buffer, match,
-                                     settings.decode.stops.include_stop_str_in_output)
-            return cut, StopProgress("", text_chars, head_chars, stopped=True), match[2]
-    hold = 0 if final else pending_prefix(buffer, settings.decode.stops.stop)
+            cut, string = match
+            return cut, StopProgress("", text_chars, head_chars, stopped=True), string
+    stops = settings.decode.stops.stop
+    hold = 0 if final else (pending_prefix_marked(buffer, stops, table) if table is not None
+                            else pending_prefix(buffer, stops))
     emitted, held = buffer[:len(buffer) - hold], buffer[len(buffer) - hold:]
     return emitted, StopProgress(held, text_chars, head_chars), None
 

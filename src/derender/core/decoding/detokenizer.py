@@ -68,10 +68,11 @@ def seed_window(vocab: Vocabulary, prompt_ids: Sequence[int] | None, skip_specia
     return DecodeWindow(kept, len(kept))
 
 
-def detokenize(vocab: Vocabulary, window: DecodeWindow, ids: Sequence[int], skip_special: bool
-               ) -> tuple[str, DecodeWindow]:
-    """Text the reference emits for ``ids`` after ``window``, and the window that follows."""
-    vocab = vocab.text_view(skip_special)
+def detokenize(vocab: Vocabulary, window: DecodeWindow, ids: Sequence[int], skip_special: bool,
+               spaces: bool = True) -> tuple[str, DecodeWindow]:
+    """Text the reference emits for ``ids`` after ``window``, and the window that follows
+    (``spaces``: the request's ``spaces_between_special_tokens``)."""
+    vocab = vocab.text_view(skip_special, spaces)
     special = vocab.special_ids
     if skip_special and not special.isdisjoint(ids):
         kept = [i for i in ids if i not in special]

@@ -13,9 +13,8 @@ from derender.core.decoding.detokenizer import DecodeWindow, detokenize
 from derender.core.decoding.stops import (
     StopReason,
     StopSettings,
-    cut_at_stop_string,
     drop_stop_token,
-    find_stop_string,
+    match_stop_string,
     normalize_stop,
     stop_string_candidates,
 )
@@ -28,14 +27,17 @@ class DecodeSettings:
 
     skip_special: bool
     stops: StopSettings
+    spaces: bool = True
+    """``spaces_between_special_tokens``: see :meth:`Vocabulary.text_view`."""
 
 
 def decode_settings(request: ChatRequest | CompletionRequest | None,
                     preserve_special: bool = False) -> DecodeSettings:
     """vLLM §5.2: special tokens are skipped unless the request (or a parser) keeps them.
 
-    ``spaces_between_special_tokens`` only matters to slow tokenizers, and every tokenizer
-    loaded from ``tokenizer.json`` is fast, so it never changes the text here.
+    ``spaces_between_special_tokens`` only matters where vLLM detokenizes with a slow
+    tokenizer (a tiktoken folder keeping special tokens); a tokenizer loaded from
+    ``tokenizer.json`` is fast and its text does not depend on it.
     """
     if request is None:
         return DecodeSettings(skip_special=not preserve_special, stops=StopSettings())
@@ -49,6 +51,7 @@ def decode_settings(request: ChatRequest | CompletionRequest | None,
             include_stop_str_in_output=request.include_stop_str_in_output,
             min_tokens=request.min_tokens,
         ),
+        spaces=request.spaces_between_special_tokens is not False,
     )
 
 
@@ -64,12 +67,13 @@ def sequence_text(
     stops = settings.stops
     kept, stop_reason = drop_stop_token(vocab, ids, finish_reason, reported, stops)
     head_len = max(stops.min_tokens, 0)
-    head, window = detokenize(vocab, seed, kept[:head_len], settings.skip_special)
-    tail, _ = detokenize(vocab, window, kept[head_len:], settings.skip_special)
+    head, window = detokenize(vocab, seed, kept[:head_len], settings.skip_special,
+                              settings.spaces)
+    tail, _ = detokenize(vocab, window, kept[head_len:], settings.skip_special, settings.spaces)
     text = head + tail
-    match = find_stop_string(text, len(tail),
-                             stop_string_candidates(finish_reason, reported, stops))
+    match = match_stop_string(text, len(tail),
+                              stop_string_candidates(finish_reason, reported, stops),
+                              stops.include_stop_str_in_output, vocab.restoring)
     if match is not None:
-        stop_reason = match[2]
-        text = cut_at_stop_string(text, match, stops.include_stop_str_in_output)
+        text, stop_reason = match
     return text, stop_reason

@@ -3,16 +3,26 @@
 The engine already stopped; derender only reproduces what the coupled server would have shown:
 the stop token that ended generation is dropped from the text (vLLM §5.5) and the text is cut
 at the earliest-ending stop string (vLLM §5.6).
+
+On the parser path the text is marked (``Vocabulary.marked_by``: a single-token marker is one
+private-use stand-in, a private-use character the model wrote is escaped), while vLLM matches
+stop strings on the text itself: the ``*_marked`` functions match on the text the marked text
+stands for (the marked vocabulary's ``restoring`` table) and give positions back in marked
+characters. A cut inside a marker's text keeps the part before the cut as plain characters
+(no longer that marker), as vLLM's text would.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from derender.core.decoding.markers import pending_prefix
 from derender.core.decoding.vocab import Vocabulary
 
 StopReason = int | str | None
+Table = Mapping[int, str | int]
+"""A restore table (``vocab.restore_table``): marked characters → what they stand for."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +96,19 @@ def stop_string_candidates(finish_reason: str | None, stop_reason: StopReason,
     return settings.stop
 
 
+def match_stop_string(text: str, tail_len: int, candidates: Sequence[str], include: bool,
+                      table: Table | None) -> tuple[str, str] | None:
+    """The text cut at the earliest-ending stop string ending in the last ``tail_len``
+    characters, and that string; None without a match. ``table``: ``text`` is marked, and
+    stands for what this table restores (``Vocabulary.restoring``)."""
+    if table is not None:
+        match = find_stop_string_marked(text, tail_len, candidates, table)
+        return None if match is None else (
+            cut_at_stop_string_marked(text, match, include, table), match[2])
+    match = find_stop_string(text, tail_len, candidates)
+    return None if match is None else (cut_at_stop_string(text, match, include), match[2])
+
+
 def find_stop_string(text: str, tail_len: int, candidates: Sequence[str]
                      ) -> tuple[int, int, str] | None:
     """Earliest-ending match that ends inside the last ``tail_len`` characters.
@@ -110,3 +133,58 @@ def cut_at_stop_string(text: str, match: tuple[int, int, str], include: bool) ->
     start, end, _ = match
     return text[:end] if include else text[:start]
 
+
+
+def _spelled(char: str, table: Table) -> str:
+    """The text one marked character stands for."""
+    got = table.get(ord(char))
+    if got is None:
+        return char
+    return got if isinstance(got, str) else chr(got)
+
+
+def restore(text: str, table: Table) -> str:
+    """The text a marked text stands for."""
+    return text.translate(table)
+
+
+def find_stop_string_marked(text: str, tail_len: int, candidates: Sequence[str], table: Table
+                            ) -> tuple[int, int, str] | None:
+    """:func:`find_stop_string` on what the marked ``text`` stands for (``tail_len`` in
+    marked characters); the match's positions are in that restored text."""
+    if tail_len <= 0 or not candidates:
+        return None
+    tail = text[max(0, len(text) - tail_len):]
+    return find_stop_string(restore(text, table),
+                            len(restore(tail, table)) + max(0, tail_len - len(text)), candidates)
+
+
+def marked_prefix(text: str, length: int, table: Table) -> str:
+    """The marked text standing for the first ``length`` characters of ``restore(text)``: a
+    marker cut inside keeps its characters before the cut, plain."""
+    at = 0
+    for index, char in enumerate(text):
+        spelled = _spelled(char, table)
+        if at + len(spelled) > length:
+            return text[:index] + (spelled[:length - at] if len(spelled) > 1 else "")
+        at += len(spelled)
+    return text
+
+
+def cut_at_stop_string_marked(text: str, match: tuple[int, int, str], include: bool,
+                              table: Table) -> str:
+    """:func:`cut_at_stop_string` for a marked text and a match of
+    :func:`find_stop_string_marked`."""
+    start, end, _ = match
+    return marked_prefix(text, end if include else start, table)
+
+
+def pending_prefix_marked(text: str, stops: Sequence[str], table: Table) -> int:
+    """Marked characters at the end of ``text`` to hold back because what they stand for
+    could begin a stop string: whole characters, so a marker is held whole or not at all."""
+    need = pending_prefix(restore(text, table), stops)
+    held = 0
+    while need > 0:
+        held += 1
+        need -= len(_spelled(text[-held], table))
+    return held

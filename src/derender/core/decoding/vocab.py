@@ -66,6 +66,14 @@ MAX_MARKERS = 0xFF
 
 
 @functools.cache
+@functools.cache
+def restore_table(markup: tuple[str, ...]) -> dict[int, str | int]:
+    """``str.translate`` table turning text decoded by ``marked_by(markup)`` back into the
+    model's text: stand-ins into the markers' text, escaped literals into what was written."""
+    return {**{STAND_IN + i: marker for i, marker in enumerate(markup)},
+            **{LITERAL + i: STAND_IN + i for i in range(len(markup))}}
+
+
 def _stand_ins(count: int) -> tuple[re.Pattern[str], dict[int, int]]:
     """The stand-ins of a table of ``count`` markers (a pattern), and the ``str.translate``
     table escaping them in model text."""
@@ -173,11 +181,12 @@ class _AddedJoin:
     """A slow HF tokenizer's ``convert_tokens_to_string`` with added tokens, as vLLM's
     ``_convert_tokens_to_string_with_added_encoders`` does it when special tokens are kept:
     each added token's piece is its own text, the runs between are decoded, and the parts are
-    joined by a space (``spaces_between_special_tokens``, true by default)."""
+    joined by a space (``spaces_between_special_tokens``, true by default) or by nothing."""
 
-    def __init__(self, inner: Joiner, added: frozenset[str]) -> None:
+    def __init__(self, inner: Joiner, added: frozenset[str], separator: str = " ") -> None:
         self._inner = inner
         self._added = added
+        self._separator = separator
 
     def decode(self, tokens: list[str]) -> str:
         parts: list[str] = []
@@ -193,7 +202,7 @@ class _AddedJoin:
                 run.append(token)
         if run:
             parts.append(self._inner.decode(run))
-        return " ".join(parts)
+        return self._separator.join(parts)
 
 
 class _MarkedJoin:
@@ -206,10 +215,13 @@ class _MarkedJoin:
     no byte token), so the two texts match character for character, and a literal stand-in
     is the same character in both."""
 
-    def __init__(self, inner: Joiner | None, stand_ins: frozenset[str], count: int) -> None:
+    def __init__(self, inner: Joiner | None, stand_ins: frozenset[str],
+                 markup: tuple[str, ...]) -> None:
         self._inner = inner
         self._stand_ins = stand_ins
-        self._pattern, self._escape = _stand_ins(count)
+        self._pattern, self._escape = _stand_ins(len(markup))
+        self.table = restore_table(markup)
+        """What the marked text stands for (``restore_table``)."""
 
     def _join(self, tokens: list[str]) -> str:
         if self._inner is None:  # what ``tokenizers`` does without a decoder
@@ -314,7 +326,7 @@ class Vocabulary:
         """This vocabulary with each single-token marker of ``markup`` decoding to a
         private-use stand-in (``STAND_IN`` + its index in ``markup``), for the parser path; a
         stand-in character the model wrote decodes escaped (``LITERAL``), so the parsers'
-        ``RESTORE_MARKUP`` gives it back. Built once per table."""
+        ``restore_table`` gives it back. Built once per table."""
         last = self._last_marked  # the same table as last time: no hashing
         if last and last[0][0] is markup:
             return last[0][1]
@@ -331,10 +343,16 @@ class Vocabulary:
                 stand_ins.add(pieces[token])
         marked = dataclasses.replace(
             self, pieces=pieces,
-            decoder=_MarkedJoin(self.decoder, frozenset(stand_ins), len(markup)))
+            decoder=_MarkedJoin(self.decoder, frozenset(stand_ins), markup))
         marked = self._marked.setdefault(markup, marked)
         last[:] = [(markup, marked)]
         return marked
+
+    @property
+    def restoring(self) -> dict[int, str | int] | None:
+        """A marked vocabulary's (``marked_by``) restore table: its text stands for the text
+        this table gives back (stop strings match that); None for an unmarked one."""
+        return self.decoder.table if isinstance(self.decoder, _MarkedJoin) else None
 
     @property
     def size(self) -> int:
@@ -358,8 +376,9 @@ class Vocabulary:
         """``decode([id])`` for every id."""
         return [self.decode([i]) for i in ids]
 
-    def text_view(self, skip_special: bool) -> Vocabulary:
-        """The vocabulary vLLM's incremental detokenizer joins, for ``skip_special_tokens``.
+    def text_view(self, skip_special: bool, spaces: bool = True) -> Vocabulary:
+        """The vocabulary vLLM's incremental detokenizer joins, for ``skip_special_tokens``
+        and ``spaces_between_special_tokens`` (``spaces``).
 
         A ``tokenizer.json`` vocabulary is its own view (a fast tokenizer's
         ``convert_tokens_to_string`` is its decoder). vLLM detokenizes the two others with its
@@ -372,11 +391,15 @@ class Vocabulary:
           (each id decoded alone, U+FFFD for a partial character) and are simply concatenated.
         - tiktoken (Kimi's slow ``TikTokenTokenizer``, whose special tokens are its added
           vocabulary): skipping, pieces spelling a special token are dropped too; keeping,
-          added tokens stand apart from the decoded runs and the parts are joined by spaces.
+          added tokens stand apart from the decoded runs and the parts are joined by spaces,
+          or by nothing when ``spaces_between_special_tokens`` is false (skipping, every added
+          token is special and dropped, so there is nothing to join).
         """
         if self.kind == HF:
             return self
-        return self._skipping_view if skip_special else self._keeping_view
+        if skip_special:
+            return self._skipping_view
+        return self._keeping_view if spaces or self.kind == TEKKEN else self._keeping_tight_view
 
     @functools.cached_property
     def _skipping_view(self) -> Vocabulary:
@@ -404,9 +427,18 @@ class Vocabulary:
             ]
             return dataclasses.replace(self, pieces=pieces, decoder=_decoder({"type": "Fuse"}),
                                        kind=HF, byte_level=False)
+        return self._added_join_view(" ")
+
+    @functools.cached_property
+    def _keeping_tight_view(self) -> Vocabulary:
+        """tiktoken, special tokens kept, ``spaces_between_special_tokens`` false."""
+        return self._added_join_view("")
+
+    def _added_join_view(self, separator: str) -> Vocabulary:
         assert self.decoder is not None
         added_pieces = frozenset(self.pieces[i] for i in self.special_ids)
-        return dataclasses.replace(self, decoder=_AddedJoin(self.decoder, added_pieces),
+        return dataclasses.replace(self, decoder=_AddedJoin(self.decoder, added_pieces,
+                                                            separator),
                                    kind=HF, fast_path=False, byte_level=False)
 
     @classmethod
@@ -449,8 +481,10 @@ class Vocabulary:
                 special_names.add(name)
         extra_special = tokenizer_config.get("extra_special_tokens")
         if isinstance(extra_special, dict):
+            extra_special = list(extra_special.values())
+        if isinstance(extra_special, list):  # transformers 5 writes the list form (GLM-5)
             special_names.update(
-                name for value in extra_special.values()
+                name for value in extra_special
                 if (name := _token_content(value)) is not None
             )
         special_ids = frozenset(i for name in special_names if (i := token_id(name)) is not None)

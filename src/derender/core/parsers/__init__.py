@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from derender.contract.requests import ChatRequest
-from derender.core.decoding.vocab import LITERAL, STAND_IN, Vocabulary
+from derender.core.decoding.vocab import STAND_IN, Vocabulary, restore_table
 from derender.core.errors import BadRequestError
 from derender.core.parsers import reasoning
 from derender.core.parsers.reasoning import ReasoningFormat, ReasoningState
@@ -57,9 +57,7 @@ REASONING_PARSERS = frozenset(REASONING_BY_NAME)
 TOOL_PARSERS = frozenset(TOOLS_BY_NAME)
 """Every tool parser name served, aliases included (``registry.TOOL_RECORDS``)."""
 
-RESTORE_MARKUP: dict[int, str | int] = {
-    **{STAND_IN + i: marker for i, marker in enumerate(MARKUP)},
-    **{LITERAL + i: STAND_IN + i for i in range(len(MARKUP))}}
+RESTORE_MARKUP: dict[int, str | int] = restore_table(MARKUP)
 """``str.translate`` table turning text decoded with the marked vocabulary back into the
 model's text: stand-ins into the markers' text, escaped literals into what was written."""
 
