@@ -122,8 +122,10 @@ def test_the_service_passes_spaces_between_special_tokens_through(tmp_path: Path
 def test_a_folder_needs_one_tokenizer_file(tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
     (tmp_path / "empty" / "tokenizer_config.json").write_text("{}", encoding="utf-8")
-    with pytest.raises(RuntimeError, match="no model folder"):
+    with pytest.raises(RuntimeError, match="cannot be served: empty"):
         ModelRegistry(tmp_path)
+    with pytest.raises(RuntimeError, match="no model folder"):
+        ModelRegistry(tmp_path, skip_unservable=True)
 
 
 def test_a_bad_tiktoken_model_is_refused() -> None:
