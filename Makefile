@@ -19,9 +19,11 @@ $(SERVE_READY): pyproject.toml
 	$(BIN)/pip install -q --disable-pip-version-check -e ".[server]"
 	touch $@
 
-$(READY): $(SERVE_READY)
+# The test support package (support/, derender_testing) is a distribution of its own, installed
+# editable here, so that tests, bench and scripts import it and the wheel and layers never hold it.
+$(READY): $(SERVE_READY) support/pyproject.toml
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e ".[dev]"
+	$(BIN)/pip install -q -e ".[dev]" -e support
 	touch $@
 
 ## Serve both derender routes on $(HOST):$(PORT) with the embedded default model.
@@ -34,7 +36,7 @@ run: $(SERVE_READY)
 test: lint typecheck unit
 
 lint: $(READY)
-	$(BIN)/ruff check src tests functions scripts $(wildcard bench)
+	$(BIN)/ruff check src tests functions scripts support $(wildcard bench)
 
 typecheck: $(READY)
 	$(BIN)/mypy src functions

@@ -40,7 +40,7 @@ from typing import Any
 
 from tokenizers import Tokenizer
 
-from tests.servers import LocalServer, uvicorn_app
+from derender_testing.servers import LocalServer, uvicorn_app
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "bench" / "corpus.txt"
