@@ -39,7 +39,7 @@ lint: $(READY)
 	$(BIN)/ruff check src tests functions scripts support $(wildcard bench)
 
 typecheck: $(READY)
-	$(BIN)/mypy src functions
+	$(BIN)/mypy src functions support/derender_testing
 
 unit: $(READY) $(LLAMA_TOKENIZER) $(MINIMAX_TOKENIZER) $(GEMMA_TOKENIZER)
 	$(BIN)/pytest

@@ -103,8 +103,11 @@ class Texts:
             self.eos[name] = eos
         self.prompts = {name: self.encode(name, PROMPTS[name]) for name in MODEL_FOLDERS}
         qwen = self.tokenizers["qwen3"]
-        self.markers = [qwen.token_to_id(m) for m in ("<think>", "</think>", "<tool_call>",
-                                                      "</tool_call>")]
+        markers = [qwen.token_to_id(m) for m in ("<think>", "</think>", "<tool_call>",
+                                                 "</tool_call>")]
+        self.markers = [m for m in markers if m is not None]
+        if len(self.markers) != len(markers):
+            raise RuntimeError("qwen3: a parser marker is not a token")
 
     def encode(self, name: str, text: str) -> list[int]:
         return list(self.tokenizers[name].encode(text, add_special_tokens=False).ids)
