@@ -42,7 +42,7 @@ from tokenizers import Tokenizer
 
 from derender_testing.servers import LocalServer, uvicorn_app
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]  # the repository (support/derender_testing/../..)
 CORPUS = ROOT / "bench" / "corpus.txt"
 MODEL_FOLDERS = {"qwen3": ROOT / "layers" / "tokenizers" / "qwen3",
                  "mistral-7b": ROOT / "tests" / "models" / "mistral-7b"}
