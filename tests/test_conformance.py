@@ -266,7 +266,7 @@ def _case_name(number: int) -> str:
     return path.stem
 
 
-# The Qwen3-grammar family and aliases (docs/vllm-compat/qwen3-family.md, README compatibility):
+# The Qwen3-grammar family and aliases (docs/vllm-compat/qwen3_family.md, README compatibility):
 # streams that fold to their twin's message (twin = the case before) ...
 STREAM_AS_MESSAGE.update({_case_name(n): _case_name(n - 1) for n in (
     840, 870, 928, 984,  # content before the calls kept as written
