@@ -29,8 +29,13 @@ $(SERVE_READY): pyproject.toml uv.lock $(UV_READY)
 	$(SYNC) --extra server
 	touch $@
 
-$(READY): $(SERVE_READY)
+# The test support package (support/, derender_testing) is a distribution of its own, installed
+# editable here (no dependency of its own to resolve: everything it imports comes with the
+# locked dev install), so that tests, bench and scripts import it and the wheel and layers never
+# hold it.
+$(READY): $(SERVE_READY) support/pyproject.toml
 	$(SYNC) --extra server --extra dev
+	$(BIN)/uv pip install -q --python $(BIN)/python --no-deps -e support
 	touch $@
 
 ## Re-resolve uv.lock (after a dependency change in pyproject.toml; `make` refuses a stale lock).
@@ -46,10 +51,10 @@ run: $(SERVE_READY)
 test: lint typecheck unit
 
 lint: $(READY)
-	$(BIN)/ruff check src tests functions scripts $(wildcard bench)
+	$(BIN)/ruff check src tests functions scripts support $(wildcard bench)
 
 typecheck: $(READY)
-	$(BIN)/mypy src functions
+	$(BIN)/mypy src functions support/derender_testing
 
 unit: $(READY) $(LLAMA_TOKENIZER) $(MINIMAX_TOKENIZER) $(GEMMA_TOKENIZER)
 	$(BIN)/pytest

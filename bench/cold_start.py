@@ -32,7 +32,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import REPO, load_line, machine_line, median, percentile, real_text_ids
 from tokenizers import Tokenizer
 

@@ -33,9 +33,8 @@ from typing import Any
 from _common import REPO, load_line, machine_line, real_text_ids, revision
 from tokenizers import Tokenizer
 
-sys.path.insert(0, str(REPO))
-from tests.loadgen import Connection
-from tests.servers import LocalServer, clean_env
+from derender_testing.loadgen import Connection
+from derender_testing.servers import LocalServer, clean_env
 
 PATH = "/v1/chat/completions/derender"
 KEYS = "bench:0123456789abcdef0123456789abcdef"

@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -98,8 +97,7 @@ def models_folder(root: Path, fmt: Format) -> Path:
     """A folder serving the test model with the format's parsers (symlinks)."""
     source = MODELS / fmt.tokenizer_from
     if not (source / "tokenizer.json").is_file():
-        sys.path.insert(0, str(REPO))
-        from tests.tokenizer_variants import gunzip_tokenizer
+        from derender_testing.tokenizer_variants import gunzip_tokenizer
         gunzip_tokenizer(source, source)
     folder = root / fmt.model
     folder.mkdir()

@@ -70,8 +70,7 @@ CALL_EOS = 200012
 def models_folder(root: Path) -> Path:
     """A models folder serving the gpt-oss test model with the ``openai`` tool parser."""
     if not (SOURCE / "tokenizer.json").is_file():
-        sys.path.insert(0, str(REPO))
-        from tests.tokenizer_variants import gunzip_tokenizer
+        from derender_testing.tokenizer_variants import gunzip_tokenizer
         gunzip_tokenizer(SOURCE, SOURCE)
     model = root / "gpt-oss"
     model.mkdir()

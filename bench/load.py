@@ -1,7 +1,7 @@
 """Load: many concurrent clients against one server; throughput, latency per kind, memory.
 
-The load generator of ``tests/test_load.py`` (``tests/loadgen.py``), run for longer and with
-its figures printed. A uvicorn server (this interpreter, uvloop + httptools when installed)
+The load generator of ``tests/test_load.py`` (``derender_testing/loadgen.py``), run for longer
+and with its figures printed. A uvicorn server (this interpreter, uvloop + httptools when installed)
 is started on a free port of 127.0.0.1 with a temporary models folder: qwen3, the test
 Mistral-7B and ``qwen3-parsed`` (Qwen3 with the qwen3 reasoning and hermes tool parsers),
 the last two loaded lazily by the first requests that name them, under load.
@@ -29,11 +29,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import REPO, load_line, machine_line, median, percentile, revision
+from _common import load_line, machine_line, median, percentile, revision
 from http_latency import server_stack
 
-sys.path.insert(0, str(REPO))
-from tests.loadgen import (
+from derender_testing.loadgen import (
     KINDS,
     LoadReport,
     RssSampler,

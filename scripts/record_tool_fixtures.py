@@ -7,12 +7,11 @@ One recorder for every tool-call format; each format's servers and cases are a t
 
     .venv/bin/python scripts/record_tool_fixtures.py FORMAT PORT... [--only N...] [--into DIR]
 
-FORMAT is ``llama3`` (llama3_json and pythonic, cases 128-171), ``deepseek`` (200-237),
-``mistral`` (240-279), ``qwen3_coder`` (280-310), ``harmony`` (gpt-oss, 320-366),
-``deepseek_v31vocab`` (200-237 on DeepSeek-V3.1's vocabulary, 367-404), ``deepseek_dsml``
-(DSML and the deepseek_v3 reasoning parser, 405-614), ``glm`` (615-726) or ``minimax``
-(727-834); one PORT
-per server of the format, in the order its table lists them. ``--only`` records just the
+FORMAT is a module of ``scripts/tool_cases/`` (``llama3``, ``deepseek``, ``mistral``,
+``qwen3_coder``, ``harmony``, ``deepseek_v31vocab``, ``deepseek_dsml``, ``glm``, ``minimax``,
+``qwen3_family``, ``kimi``, ``gemma4``, ``engine_alone``, ``edge_cases``, ``no_tools``;
+docs/recording/README.md lists them with their case numbers); one PORT per server of the
+format, in the order its table lists them. ``--only`` records just the
 cases so numbered, ``--into`` writes somewhere other than tests/fixtures/vllm-0.33/.
 
 Each case is a hand-written model output, encoded with the tokenizer (special tokens such as

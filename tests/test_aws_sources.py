@@ -25,9 +25,8 @@ from derender.aws import keys as aws_keys
 from derender.aws.models import MARKER, parse_s3_uri
 from derender.core.registry import ModelRegistry
 from derender.settings import Settings
-
-from .conftest import TEST_MODELS
-from .servers import LocalServer, ServerStartError, free_port
+from derender_testing.models import TEST_MODELS
+from derender_testing.servers import LocalServer, ServerStartError, free_port
 
 COMPLETIONS = "/v1/completions/derender"
 CHAT = "/v1/chat/completions/derender"

@@ -14,8 +14,9 @@ import pytest
 
 import derender.client as client_module
 from derender.client import DerenderError, astream_derender, parse_sse, stream_derender
-from tests.conftest import FIXTURES, ROOT, load_case
-from tests.openai_types import check_openai_chunk
+from derender_testing.models import ROOT
+from derender_testing.openai_types import check_openai_chunk
+from derender_testing.recorded import FIXTURES, load_case
 from tests.test_conformance import normalize
 
 CASES = ["047-chat-stream-one-basic-gpt2", "061-chat-stream-n2-mistral-7b",

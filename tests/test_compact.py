@@ -16,7 +16,7 @@ from derender.app.main import create_app
 from derender.compact import SAMPLE, CompactionError, compact_folder, main, verify_folder
 from derender.core.registry import DECODE_SPEC, TOKENIZER, ModelRegistry, load_vocabulary
 from derender.settings import Settings
-from tests.conftest import (
+from derender_testing.models import (
     LAYER_MODELS,
     MODEL_NAMES,
     ROOT,

@@ -1,4 +1,4 @@
-"""Concurrency inside one process (issue 6, item 5): the registry and tokenizers under threads.
+"""Concurrency inside one process: the registry and tokenizers under threads.
 
 What concurrency the server has. uvicorn runs the app in one process on one asyncio event
 loop, and the derender routes are ``async def`` handlers that do all their work (JSON,
@@ -61,8 +61,7 @@ from derender.core.registry import ModelRegistry, ServedModel
 from derender.core.state.stream import decode_state, encode_state
 from derender.core.state.token import KeyRing, sign, verify
 from derender.settings import Settings
-from tests.conftest import tokenizer
-from tests.loadgen import (
+from derender_testing.loadgen import (
     CHAT,
     COMPLETIONS,
     KINDS,
@@ -77,6 +76,7 @@ from tests.loadgen import (
     make_models_dir,
     server_env,
 )
+from derender_testing.models import tokenizer
 
 THREADS = 32
 CASES = 60

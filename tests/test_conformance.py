@@ -17,11 +17,11 @@ from typing import Any
 import pytest
 
 from derender.core.state.token import NOT_A_TOKEN
-from tests.conftest import FIXTURES, load_case, pending_reason
-from tests.openai_types import check_openai_body, check_openai_chunk
+from derender_testing.openai_types import check_openai_body, check_openai_chunk
+from derender_testing.recorded import FIXTURES, load_case, pending_reason
 
 # case name -> (status, error type, message start) of the call where we deliberately differ
-# (design.md §4); calls before it in a stream must still match vLLM.
+# (README, Compatibility with vLLM 0.33); calls before it in a stream must still match vLLM.
 DEVIATIONS: dict[str, tuple[int, str, str]] = {
     # a bare NaN literal is not JSON: refused while reading the body (vLLM reads it, then
     # answers 400 "Out of range float values are not JSON compliant", as for "NaN" strings)
@@ -47,19 +47,18 @@ DEVIATIONS: dict[str, tuple[int, str, str]] = {
     "111-error-stream_state_parser_garbage-qwen3-parsers": (400, "BadRequestError", NOT_A_TOKEN),
 }
 
-# Cases where we answer 200 and vLLM refuses: stop strings while streaming (design.md §4).
+# Cases where we answer 200 and vLLM refuses: stop strings while streaming (README, Compatibility).
 SUPPORTED_BEYOND_VLLM = {"116-error-stream_stop_strings-deepseek-v3"}
 
 CASES = sorted(FIXTURES.glob("*.json"))
 
 
 _pending_reason = pending_reason
-"""Cases whose feature belongs to a later issue (said when skipped): issue 13's and 14's
-formats."""
+"""Cases whose feature is recorded ahead of its implementation (said when skipped)."""
 
 
 # Parser streams where vLLM's stream disagrees with its own non-streaming output; we match
-# the non-streaming one (issue #4, README compatibility notes). name -> how vLLM's
+# the non-streaming one (README compatibility notes). name -> how vLLM's
 # concatenated stream differs.
 STREAM_QUIRKS = {
     # whitespace between </think> and <tool_call> is content "\n\n" only when streaming
@@ -140,9 +139,9 @@ STREAM_AS_MESSAGE = {
     # which are then not JSON ('{"city": "Paris", "unit": "c'); non-streaming drops it
     "305-qwen3_coder-chat-stream-no_param_end-small": "288-qwen3_coder-chat-no_param_end",
     "306-qwen3_coder-chat-stream-truncated-one": "289-qwen3_coder-chat-truncated",
-    # engine formats (issue 13): a call cut off inside a value streams its partial arguments
-    # ('{"city": "' for DSML, '{"city": "Par' for GLM and MiniMax M2), not JSON; the message
-    # has '{}'
+    # engine formats (DSML, GLM, MiniMax M2): a call cut off inside a value streams its partial
+    # arguments ('{"city": "' for DSML, '{"city": "Par' for GLM and MiniMax M2), not JSON; the
+    # message has '{}'
     "434-deepseek_v32-chat-stream-truncated-one": "433-deepseek_v32-chat-truncated",
     "496-deepseek_v4-chat-stream-truncated-one": "495-deepseek_v4-chat-truncated",
     "560-deepseek_v41-chat-stream-truncated-one": "559-deepseek_v41-chat-truncated",
@@ -183,8 +182,8 @@ STREAM_AS_MESSAGE = {
     "358-harmony-chat-stream-two_finals-small": "334-harmony-chat-two_finals",
     # the bytes of a character cut off by the end never stream; non-streaming they are "\ufffd"
     "360-harmony-chat-stream-partial_utf8-one": "345-harmony-chat-partial_utf8",
-    # issue 15: hermes streams lose an unreadable <tool_call> (or one cut off in its head)
-    # and all that follows; non-streaming returns the whole output, whitespace before it too
+    # hermes (edge cases 1500-…): streams lose an unreadable <tool_call> (or one cut off in its
+    # head) and all that follows; non-streaming returns the whole output, whitespace before it too
     "1501-i15-hermes-chat-stream-i15_bad_head_space-small":
         "1500-i15-hermes-chat-i15_bad_head_space",
     "1503-i15-hermes-chat-stream-i15_cut_head_space-one": "1502-i15-hermes-chat-i15_cut_head_space",
@@ -271,7 +270,7 @@ def _case_name(number: int) -> str:
     return path.stem
 
 
-# Issue 14's Qwen3-grammar family and aliases (docs/recording-issue14.md, README compatibility):
+# The Qwen3-grammar family and aliases (docs/vllm-compat/qwen3_family.md, README compatibility):
 # streams that fold to their twin's message (twin = the case before) ...
 STREAM_AS_MESSAGE.update({_case_name(n): _case_name(n - 1) for n in (
     840, 870, 928, 984,  # content before the calls kept as written
@@ -283,7 +282,7 @@ STREAM_AS_MESSAGE.update({_case_name(n): _case_name(n - 1) for n in (
     856,  # llama4_json: text before the JSON makes vLLM's stream all content
     1052, 1054,  # nemotron_v3: vLLM swaps reasoning and content only non-streaming
 )})
-# MiniMax M3 (docs/recording-issue13.md): vLLM's stream judges from the default prompt (which
+# MiniMax M3 (docs/vllm-compat/minimax.md): vLLM's stream judges from the default prompt (which
 # mentions <mm:think>/</mm:think>) that reasoning has ended and streams an output's
 # <mm:think> block, tags included, as content; the message splits it
 STREAM_AS_MESSAGE.update({_case_name(n): _case_name(n - 1)
@@ -328,7 +327,7 @@ MESSAGE_DIFFERENCES.update({_on_v31_vocabulary(name): ours
                             if _deepseek_v4_vocabulary(name)})
 
 # Under VLLM_ENFORCE_STRICT_TOOL_CALLING=1 vLLM leaves JSON-schema output of tool_choice
-# "required" in content; we parse it, as its non-strict recordings do (issue #4).
+# "required" in content; we parse it, as its non-strict recordings do.
 JSON_TOOL_OUTPUT = {"072-parser-chat-required_json"}
 
 
@@ -546,21 +545,20 @@ def _check_json_tool_output(got: dict[str, Any], recorded: dict[str, Any]) -> No
 
 
 def test_every_case_is_accounted_for() -> None:
-    """The corpus is complete (issue 15's cases are 1500-1557, issue 24's 2300-2377: stop
-    strings over markup and GLM-5.x, issue 22's 2900-2928: non-finite numbers), each replayed
-    or deviating on purpose."""
-    issue15 = [p for p in CASES if 1500 <= int(p.name.split("-")[0]) <= 1557]
-    assert len(issue15) == 58
-    issue24 = [p for p in CASES if 2300 <= int(p.name.split("-")[0]) <= 2399]
-    assert len(issue24) == 15 + 36 + 18
-    issue22 = [p for p in CASES if 2900 <= int(p.name.split("-")[0]) <= 2949]
-    assert len(issue22) == 29
-    assert len(CASES) == 1226 + len(issue15) + len(issue24) + len(issue22)
+    """The corpus is complete (the edge cases are 1500-1557; stop strings over markup and
+    GLM-5.x 2300-2377; non-finite numbers 2900-2928), each replayed or deviating on purpose."""
+    edge_cases = [p for p in CASES if 1500 <= int(p.name.split("-")[0]) <= 1557]
+    assert len(edge_cases) == 58
+    markup_glm5 = [p for p in CASES if 2300 <= int(p.name.split("-")[0]) <= 2399]
+    assert len(markup_glm5) == 15 + 36 + 18
+    non_finite = [p for p in CASES if 2900 <= int(p.name.split("-")[0]) <= 2949]
+    assert len(non_finite) == 29
+    assert len(CASES) == 1226 + len(edge_cases) + len(markup_glm5) + len(non_finite)
     replayed = [p for p in CASES if _pending_reason(load_case(p)) is None]
     names = {p.stem for p in replayed}
     assert set(DEVIATIONS) <= names
     assert names >= SUPPORTED_BEYOND_VLLM | set(STREAM_QUIRKS) | set(MESSAGE_DIFFERENCES)
     assert names >= set(STREAM_AS_MESSAGE) | set(STREAM_AS_MESSAGE.values())
     assert names >= set(ID_LESS_FINISH_STOP_REASON)
-    # nothing pending: every format of issues 13, 14 and 15 is replayed
+    # nothing pending: every recorded format is replayed
     assert len(replayed) == len(CASES)

@@ -1,11 +1,11 @@
 """Incremental detokenization checked against an independent, literal reference.
 
-The reference below is vLLM's per-token algorithm exactly as spec §5.3 (seeding) and §5.4
-(window of pieces, prefix/read offsets, U+FFFD hold-back) describe it, written only in terms
-of the raw ``tokenizers`` objects: ``id_to_token`` for pieces and the tokenizer's own decoder
-for ``convert_tokens_to_string``. Special ids come from the fixtures README table, not from
-the code under test. Expected values are the reference's output, the tokenizer's own
-``decode``, or literal values from the spec.
+The reference below is vLLM's per-token algorithm exactly as docs/vllm-compat/api.md §5.3
+(seeding) and §5.4 (window of pieces, prefix/read offsets, U+FFFD hold-back) describe it,
+written only in terms of the raw ``tokenizers`` objects: ``id_to_token`` for pieces and the
+tokenizer's own decoder for ``convert_tokens_to_string``. Special ids come from the fixtures
+README table, not from the code under test. Expected values are the reference's output, the
+tokenizer's own ``decode``, or literal values from api.md.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from derender.core.decoding.detokenizer import (
     seed_window,
 )
 from derender.core.decoding.vocab import Vocabulary
-from tests.conftest import reference, require_model, vocabulary
+from derender_testing.models import reference, require_model, vocabulary
 
 MODELS = ("qwen3", "mistral-7b", "deepseek-v4", "gpt2")
 ALL_MODELS = (*MODELS, "llama3.1")
@@ -93,7 +93,7 @@ class RefState:
 
 def ref_seed(vocab: Vocabulary, prompt: list[int] | None, skip: bool,
              special: frozenset[int]) -> RefState:
-    """Spec §5.3, literally."""
+    """api.md §5.3, literally."""
     if not prompt:
         return RefState()
     pieces = [ref_piece(vocab, i) for i in prompt[-7:] if not (skip and i in special)]
@@ -103,7 +103,7 @@ def ref_seed(vocab: Vocabulary, prompt: list[int] | None, skip: bool,
 
 def ref_step(vocab: Vocabulary, state: RefState, token: int, skip: bool,
              special: frozenset[int]) -> str:
-    """Spec §5.4 steps 1–6 for one id; mutates ``state`` and returns the emission."""
+    """api.md §5.4 steps 1–6 for one id; mutates ``state`` and returns the emission."""
     vocab_len = reference(vocab).get_vocab_size(with_added_tokens=True)
     if 0 <= token < vocab_len:
         new = [] if skip and token in special else [ref_piece(vocab, token)]

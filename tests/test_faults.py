@@ -1,8 +1,9 @@
-"""Fault tests (issue 12, item 5): streams through the client helper and a fault-injecting
-proxy (``tests/faultproxy.py``) in front of the real local server equal the non-streaming
+"""Fault tests: streams through the client helper and a fault-injecting
+proxy (``derender_testing/faultproxy.py``) in front of the real local server equal the non-streaming
 answer of the same ids: nothing lost, nothing duplicated, nothing out of order.
 
-The server is the app under uvicorn as ``tests/test_load.py`` starts it (``tests/loadgen.py``:
+The server is the app under uvicorn as ``tests/test_load.py`` starts it
+(``derender_testing/loadgen.py``:
 qwen3, and ``qwen3-parsed`` with the qwen3 reasoning and hermes tool parsers). Each case is
 real text of the corpus encoded by Qwen3's tokenizer, of one kind: plain, logprobs, stop
 strings, reasoning and a tool call, ``n > 1`` (its choices' chunks interleaved, and a
@@ -39,9 +40,8 @@ import httpx
 import pytest
 
 from derender.client import RetryPolicy, astream_derender, stream_derender
-from tests.conftest import tokenizer
-from tests.faultproxy import FAULTS, FaultPlan, FaultProxy
-from tests.loadgen import (
+from derender_testing.faultproxy import FAULTS, FaultPlan, FaultProxy
+from derender_testing.loadgen import (
     PATHS,
     Case,
     Choice,
@@ -57,7 +57,8 @@ from tests.loadgen import (
     oracle_body,
     served,
 )
-from tests.servers import LocalServer
+from derender_testing.models import tokenizer
+from derender_testing.servers import LocalServer
 
 JSON = dict[str, Any]
 SEED = int(os.environ.get("DERENDER_FAULT_SEED") or 0)

@@ -1,8 +1,9 @@
-"""The HTTP surface: routes, the error envelope and its status codes (spec §2, design §4, §8).
+"""The HTTP surface: routes, the error envelope and its status codes (docs/vllm-compat/api.md
+§2; README, Compatibility with vLLM 0.33).
 
-Expected messages and params are quoted from the spec (or the recorded vLLM corpus README);
-the fuzz tests assert design §8: no input, however malformed, yields a 500, and every refusal
-is the envelope with ``code`` equal to the HTTP status.
+Expected messages and params are vLLM's (api.md, or the recorded vLLM corpus README); the
+fuzz tests assert that no input, however malformed, yields a 500, and every refusal is the
+envelope with ``code`` equal to the HTTP status.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from hypothesis import strategies as st
 
 from derender.app.main import create_app
 from derender.settings import Settings
-from tests.conftest import LAYER_MODELS
+from derender_testing.models import LAYER_MODELS
 
 CHAT = "/v1/chat/completions/derender"
 COMPLETIONS = "/v1/completions/derender"
@@ -29,7 +30,7 @@ MEDIA_TYPE_MESSAGE = ("1 validation error:\n  Unsupported Media Type: Only 'appl
 
 HELLO_WORLD = (9707, 1879, 0)  # "Hello world!" (Qwen3)
 IM_END = 151645
-QWEN3_VOCAB = 151669  # tokenizer size incl. added tokens (spec §5.1)
+QWEN3_VOCAB = 151669  # tokenizer size incl. added tokens (api.md §5.1)
 
 
 def chat_body(**extra: Any) -> dict[str, Any]:
@@ -344,7 +345,7 @@ def test_too_many_candidates(default_client: TestClient) -> None:
 
 @pytest.mark.parametrize("bad", [QWEN3_VOCAB, QWEN3_VOCAB + 5, 151936, 10**9, 2**70])
 def test_token_id_out_of_vocabulary(default_client: TestClient, bad: int) -> None:
-    """Design §4: an id ≥ the tokenizer size is a 400 naming the id."""
+    """README, Compatibility: an id ≥ the tokenizer size is a 400 naming the id."""
     body = chat_body()
     body["generate_response"]["choices"][0]["token_ids"] = [9707, bad, 1879]
     error = assert_envelope(post(default_client, CHAT, body), 400, "BadRequestError")
@@ -489,7 +490,7 @@ def test_lone_surrogate_in_model_name_and_request_id(default_client: TestClient)
 ], ids=["array", "object", "chat_messages", "kv_params"])
 def test_deeply_nested_json_is_a_client_error(default_client: TestClient, route: str,
                                               raw: str) -> None:
-    """Design §8: no input, however malformed, may produce a 500. A few kilobytes of nested
+    """No input, however malformed, may produce a 500. A few kilobytes of nested
     brackets (far below the body limit) are a malformed body, not a server fault."""
     assert_envelope(post(default_client, route, raw.encode()), 400)
 

@@ -1,4 +1,4 @@
-"""Every bound of the service (issue 6, item 3; README, Limits; design.md §8): at the bound a
+"""Every bound of the service (README: Limits; no input yields a 500): at the bound a
 call is served, one past it the call is refused with 400 (413 for the body) in the envelope,
 with a message naming the limit (and its variable when configurable) — and nothing was
 decoded: the bound is checked before any decoding.
@@ -31,7 +31,7 @@ import derender.core.streaming as streaming_module
 from derender.app.main import create_app
 from derender.core.registry import ModelRegistry
 from derender.settings import Settings
-from tests.conftest import LAYER_MODELS
+from derender_testing.models import LAYER_MODELS
 from tests.test_state_token import RING
 
 CHAT = "/v1/chat/completions/derender"

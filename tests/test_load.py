@@ -1,11 +1,12 @@
-"""Load and soak (issue 6, item 4): concurrent clients against one real server.
+"""Load and soak: concurrent clients against one real server.
 
 A uvicorn subprocess on a free port of 127.0.0.1 serves a temporary models folder: qwen3, the
 test Mistral-7B and ``qwen3-parsed`` (Qwen3 with the qwen3/hermes parsers through
 ``DERENDER_PARSERS``). No model is loaded before the load starts: the registry loads each on
 the first request naming it, while the 32 clients are already sending requests.
 
-``DERENDER_LOAD_CLIENTS`` clients (default 32) each run random cases (``tests/loadgen.py``) for
+``DERENDER_LOAD_CLIENTS`` clients (default 32) each run random cases
+(``derender_testing/loadgen.py``) for
 ``DERENDER_LOAD_SECONDS`` (default 30; set it higher for a soak): non-streaming chat and
 completions, and chat / completions / parser streams of real text split into random chunks,
 one ``generate_chunk`` per call or ``generate_chunks`` batches, some with stop strings,
@@ -37,8 +38,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from tests.conftest import tokenizer
-from tests.loadgen import (
+from derender_testing.loadgen import (
     KINDS,
     RssSampler,
     Texts,
@@ -46,7 +46,8 @@ from tests.loadgen import (
     run_load,
     served,
 )
-from tests.servers import LocalServer
+from derender_testing.models import tokenizer
+from derender_testing.servers import LocalServer
 
 DURATION = float(os.environ.get("DERENDER_LOAD_SECONDS") or 30)
 CLIENTS = int(os.environ.get("DERENDER_LOAD_CLIENTS") or 32)

@@ -1,4 +1,4 @@
-"""The OpenAPI document (issue 6): served, valid OpenAPI 3.1, and faithful.
+"""The OpenAPI document: served, valid OpenAPI 3.1, and faithful.
 
 Faithful is checked independently of schemathesis: every recorded vLLM case is replayed
 through the app (plus the batched form of every recorded stream, and each kind of refusal)
@@ -24,7 +24,8 @@ from openapi_spec_validator import validate as validate_openapi
 from derender.app.main import create_app
 from derender.contract import requests as protocol
 from derender.settings import Settings
-from tests.conftest import FIXTURES, LAYER_MODELS, ROOT, load_case, pending_reason
+from derender_testing.models import LAYER_MODELS, ROOT
+from derender_testing.recorded import FIXTURES, load_case, pending_reason
 from tests.test_conformance import parsers_of, replayed_call, send_call
 
 CHAT = "/v1/chat/completions/derender"

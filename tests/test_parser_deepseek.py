@@ -37,10 +37,10 @@ from derender.core.parsers.formats import deepseek
 from derender.core.parsers.registry import MARKUP, TOOLS_BY_TAG
 from derender.core.parsers.tools import ToolContext
 from derender.core.state.codec import Reader, Writer
-from tests.conftest import tokenizer
+from derender_testing.models import tokenizer
+from derender_testing.tool_streams import check_written, feed_all, requests, run_both
 from tests.test_parser_properties import PROPS, json_strings, json_text, json_values
 from tests.test_parser_rules import NAMED, TOOLS, calls, chat, fields, ids_of, stream_fold
-from tests.tool_streams import check_written, feed_all, requests, run_both
 
 DS = "deepseek-v4"
 B, E, C, F, S = 128806, 128807, 128808, 128809, 128814

@@ -1,7 +1,7 @@
 """DeepSeek's DSML formats on the parser engine (parsers/dsml.py, parsers/engine.py):
 ``deepseek_v32``, ``deepseek_v4``, ``deepseek_v41``, and the ``deepseek_v3`` reasoning parser.
 
-The rules are vLLM 0.33's, as docs/recording-issue13.md reads them in its source; the
+The rules are vLLM 0.33's, as docs/vllm-compat/dsml.md reads them in its source; the
 recorded cases 405-614 replay them against the real server (test_conformance) and each rule
 test below names the cases it restates. Split invariance through the HTTP app on DeepSeek
 V3.2's and V4's own vocabularies (``｜DSML｜`` a single token there).
@@ -25,9 +25,8 @@ from derender.core.parsers.registry import MARKUP
 from derender.core.parsers.tools import ToolContext
 from derender.core.state.codec import Reader, Writer
 from derender.settings import Settings
-from tests.conftest import tokenizer, vocabulary
-from tests.test_parser_properties import PROPS
-from tests.tool_streams import (
+from derender_testing.models import tokenizer, vocabulary
+from derender_testing.tool_streams import (
     check_round_trips,
     check_written,
     feed_engine,
@@ -37,6 +36,7 @@ from tests.tool_streams import (
     run_both,
     spoil,
 )
+from tests.test_parser_properties import PROPS
 
 WEATHER = {"type": "function", "function": {"name": "get_weather", "parameters": {
     "type": "object", "properties": {"city": {"type": "string"}, "unit": {"type": "string"}}}}}

@@ -1,6 +1,6 @@
 """The ``gemma4`` tool-call and reasoning parsers. Expected values are vLLM 0.33's answers as
 recorded in tests/fixtures/vllm-0.33 (cases 1153-1228, cited by number; the rules read in
-``vllm/parser/gemma4.py`` are in docs/recording-issue14.md) and, marked, the README
+``vllm/parser/gemma4.py`` are in docs/vllm-compat/gemma4.md) and, marked, the README
 compatibility rows where we differ on purpose. Then: split invariance (machine and app), state
 round trips, bounded state over a long stream, garbage, registry pairing. The model is
 ``gemma4-standin`` (Gemma 3's tokenizer with tokens renamed to Gemma 4's markers; a stand-in,
@@ -22,7 +22,7 @@ from derender.core.parsers.formats import gemma4
 from derender.core.parsers.registry import MARKUP, TOOLS_BY_TAG
 from derender.core.parsers.tools import ToolContext
 from derender.core.state.codec import Reader, Writer
-from tests.tool_streams import check_round_trips, feed_all, requests, run_both
+from derender_testing.tool_streams import check_round_trips, feed_all, requests, run_both
 
 GEMMA = "gemma4-standin"
 TC, TE, Q, CH, CE, EOS = 48, 49, 52, 100, 101, 106

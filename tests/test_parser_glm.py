@@ -1,7 +1,7 @@
 """GLM-4.5 / GLM-4.7 on the parser engine (parsers/glm.py, parsers/engine.py): ``glm45`` =
 ``glm47``, reasoning and tool calls in one machine.
 
-The rules are vLLM 0.33's (``vllm/parser/glm47_moe.py``, docs/recording-issue13.md); the
+The rules are vLLM 0.33's (``vllm/parser/glm47_moe.py``, docs/vllm-compat/glm.md); the
 recorded cases 615-726 replay them against the real server (test_conformance) and each rule
 test below names the cases it restates. Split invariance through the HTTP app on GLM-4.5V's
 and GLM-4.7-Flash's vocabularies (every tag a single token there).
@@ -23,10 +23,8 @@ from derender.core.parsers.engine import MAX_NAME, MAX_SPACE, MAX_VALUE
 from derender.core.parsers.formats import glm
 from derender.core.parsers.registry import MARKUP
 from derender.core.parsers.tools import ToolContext
-from tests.conftest import model_folder, tokenizer, vocabulary
-from tests.test_parser_dsml import TOOLS
-from tests.test_parser_properties import PROPS
-from tests.tool_streams import (
+from derender_testing.models import model_folder, tokenizer, vocabulary
+from derender_testing.tool_streams import (
     check_round_trips,
     check_written,
     feed_engine,
@@ -35,6 +33,8 @@ from tests.tool_streams import (
     run_both,
     spoil,
 )
+from tests.test_parser_dsml import TOOLS
+from tests.test_parser_properties import PROPS
 
 AUTO = ToolContext(tools=TOOLS)
 NONE = ToolContext(tools=TOOLS, keep=False)

@@ -35,13 +35,11 @@ from derender.core.parsers.formats.harmony import (
 )
 from derender.core.registry import ModelRegistry, read_model_info
 from derender.core.state.codec import Reader, Writer
-from tests.conftest import model_folder, require_model, tokenizer, vocabulary
-from tests.test_parser_properties import (
-    PROPS,
-    post,
-)
+from derender_testing.chat_streams import post
+from derender_testing.models import model_folder, require_model, tokenizer, vocabulary
+from derender_testing.tool_streams import auto_with_tools, ids_of, requests, run_both
+from tests.test_parser_properties import PROPS
 from tests.test_streaming_properties import bytes_to_unicode
-from tests.tool_streams import auto_with_tools, ids_of, requests, run_both
 
 MODEL = "gpt-oss"
 START, END, MESSAGE, CHANNEL, CONSTRAIN = 200006, 200007, 200008, 200005, 200003

@@ -1,6 +1,6 @@
 """The ``kimi_k2`` tool-call and reasoning parsers. Expected values are vLLM 0.33's answers as
 recorded in tests/fixtures/vllm-0.33 (cases 1063-1152, cited by number; the rules read in
-``vllm/parser/kimi_k2.py`` are in docs/recording-issue14.md) and, marked, the README
+``vllm/parser/kimi_k2.py`` are in docs/vllm-compat/kimi.md) and, marked, the README
 compatibility rows where we differ on purpose. The tool machine is the DeepSeek marker
 machine (``deepseek.KIMI_GRAMMAR``); the reasoning machine ``reasoning.FORMATS["kimi_k2"]``.
 Then: ids through the app (the header, the same streaming and not), split invariance, state
@@ -24,8 +24,8 @@ from derender.core.parsers.formats import deepseek
 from derender.core.parsers.registry import MARKUP, TOOLS_BY_TAG
 from derender.core.parsers.tools import ToolContext
 from derender.core.state.codec import Reader, Writer
+from derender_testing.tool_streams import check_round_trips, feed_all, requests, run_both
 from tests.test_parser_rules import fields, ids_of, post
-from tests.tool_streams import check_round_trips, feed_all, requests, run_both
 
 KIMI = "kimi-k2-standin"
 SB, SE, CB, AB, CE = 163595, 163596, 163597, 163598, 163599

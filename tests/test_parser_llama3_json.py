@@ -18,7 +18,7 @@ README compatibility table where we differ on purpose:
   characters.
 
 The model is ``llama3.1-tools``: the Llama 3.1 tokenizer with its 3.1 token names
-(``<|python_tag|>`` 128010, ``<|eom_id|>`` 128008), see tests/tokenizer_variants.py.
+(``<|python_tag|>`` 128010, ``<|eom_id|>`` 128008), see derender_testing/tokenizer_variants.py.
 """
 
 from __future__ import annotations
@@ -33,8 +33,8 @@ from derender.core import parsers
 from derender.core.parsers.formats import llama3_json
 from derender.core.parsers.tools import ToolCallDelta, ToolContext
 from derender.core.state.codec import Reader, Writer
-from tests.conftest import vocabulary
-from tests.test_parser_properties import Chunking, check_equal, fold, non_streaming, streaming
+from derender_testing.chat_streams import Chunking, check_equal, fold, non_streaming, streaming
+from derender_testing.models import vocabulary
 from tests.test_parser_rules import (
     MESSAGES,
     NAMED,

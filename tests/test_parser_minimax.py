@@ -2,7 +2,7 @@
 reasoning and tool calls in one machine, and the ``minimax_m2_append_think`` reasoning parser
 (parsers/reasoning.py) before it.
 
-The rules are vLLM 0.33's (``vllm/parser/minimax_m2.py``, docs/recording-issue13.md); the
+The rules are vLLM 0.33's (``vllm/parser/minimax_m2.py``, docs/vllm-compat/minimax.md); the
 recorded cases 727-780 replay them against the real server (test_conformance) and each rule
 test below names the cases it restates. Split invariance through the HTTP app on MiniMax
 M2.7's vocabulary (``<think>``, ``</think>``, ``<minimax:tool_call>``, ``</minimax:tool_call>``
@@ -26,10 +26,8 @@ from derender.core.parsers.formats import minimax
 from derender.core.parsers.registry import MARKUP
 from derender.core.parsers.tools import ToolContext
 from derender.core.state.codec import Reader, Writer
-from tests.conftest import tokenizer, vocabulary
-from tests.test_parser_dsml import TOOLS
-from tests.test_parser_properties import PROPS
-from tests.tool_streams import (
+from derender_testing.models import tokenizer, vocabulary
+from derender_testing.tool_streams import (
     check_round_trips,
     check_written,
     feed_engine,
@@ -38,6 +36,8 @@ from tests.tool_streams import (
     run_both,
     spoil,
 )
+from tests.test_parser_dsml import TOOLS
+from tests.test_parser_properties import PROPS
 
 AUTO = ToolContext(tools=TOOLS)
 NONE = ToolContext(tools=TOOLS, keep=False)

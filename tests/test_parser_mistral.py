@@ -1,7 +1,7 @@
 """The ``mistral`` tool-call format and the ``mistral`` reasoning parser (vLLM 0.33's
 MistralParser with a tokenizer that has ``[ARGS]`` and ``[THINK]``): the rules, the call ids,
 the state codec and split invariance through the HTTP app (``mistral-tools``, the derived
-tokenizer of tests/tokenizer_variants.py)."""
+tokenizer of derender_testing/tokenizer_variants.py)."""
 
 from __future__ import annotations
 
@@ -16,9 +16,8 @@ from derender.core import parsers
 from derender.core.parsers import reasoning
 from derender.core.parsers.formats import mistral
 from derender.core.parsers.tools import ToolContext
-from tests.conftest import tokenizer
-from tests.test_parser_properties import PROPS, json_strings, json_text, json_values
-from tests.tool_streams import (
+from derender_testing.models import tokenizer
+from derender_testing.tool_streams import (
     check_round_trips,
     check_written,
     feed_all,
@@ -27,6 +26,7 @@ from tests.tool_streams import (
     run_both,
     split,
 )
+from tests.test_parser_properties import PROPS, json_strings, json_text, json_values
 
 MODEL = "mistral-tools"
 TOOL_CALLS, ARGS, THINK, END_THINK, EOS = 32000, 32001, 32002, 32003, 2

@@ -21,8 +21,8 @@ from derender.core.parsers.formats.qwen3_coder import MAX_NAME, MAX_VALUE
 from derender.core.parsers.schema import coerce
 from derender.core.parsers.tools import ToolContext
 from derender.core.state.codec import Reader, Writer
+from derender_testing.tool_streams import check_written, feed_all, ids_of, requests, run_both
 from tests.test_parser_properties import END_TOOL, IM_END, PROMPTS, PROPS, QWEN, THINK, TOOL, enc
-from tests.tool_streams import check_written, feed_all, ids_of, requests, run_both
 
 FORMAT = qwen3_coder.FORMAT
 CONFIG = {"type": "function", "function": {"name": "set_config", "parameters": {

@@ -1,10 +1,11 @@
-"""The Qwen3-grammar family (issue 14 items 1 and 2): vLLM 0.33's aliases ``qwen3_xml``,
+"""The Qwen3-grammar family: vLLM 0.33's aliases ``qwen3_xml``,
 ``qwen3_json``, ``llama4_json``; the ``mimo``, ``step3p5`` and ``seed_oss`` parsers and the
 ``nemotron_v3`` reasoning parser, each the ``qwen3`` reasoning machine or the ``qwen3_coder``
 tool machine with its differences as data.
 
 Expected values are vLLM's, as recorded in tests/fixtures/vllm-0.33 (case numbers in brackets,
-docs/recording-issue14.md); the replays themselves are in test_conformance.py. Here: the rules
+docs/vllm-compat/qwen3_family.md); the replays themselves are in test_conformance.py. Here: the
+rules
 on the machines, the registry, split invariance through the app on the Qwen3 tokenizer,
 state round trips, bounded state over a long stream, and garbage.
 """
@@ -27,10 +28,17 @@ from derender.core.parsers.reasoning import MAX_HELD_SPACE, MAX_SWAP, ReasoningS
 from derender.core.parsers.registry import TOOL_RECORDS
 from derender.core.parsers.tools import ToolContext
 from derender.core.state.codec import Reader, Writer
-from tests.conftest import vocabulary
+from derender_testing.models import vocabulary
+from derender_testing.tool_streams import (
+    check_round_trips,
+    feed_all,
+    ids_of,
+    requests,
+    run_both,
+    split,
+)
 from tests.test_parser_properties import END_THINK, IM_END, PROMPTS, PROPS, QWEN, THINK, enc
 from tests.test_parser_qwen3_coder import TOOLS, outputs
-from tests.tool_streams import check_round_trips, feed_all, ids_of, requests, run_both, split
 
 MIMO, SEED = qwen3_coder.MIMO_FORMAT, qwen3_coder.SEED_OSS_FORMAT
 AUTO = ToolContext(tools=TOOLS)

@@ -1,16 +1,16 @@
-"""The parser rules of derender-api.md §7, one request each, with the expected values
+"""The parser rules of docs/vllm-compat/api.md §7, one request each, with the expected values
 written from the spec text (and the tokenizer), not from our output.
 
 - §7.1: every observed row of the assembly table (qwen3 + hermes, each output followed by
   the EOS ``151645``);
 - §7.2: ``reasoning_effort`` and ``chat_template_kwargs.enable_thinking``;
 - §7.3: qwen3 marker rules and the prompt scan that decides where output starts;
-- §7.4: the hermes rules we share with vLLM (and, marked, where design.md §4 / the README
-  compatibility table say we differ: arguments are the model's own JSON text, compared here
+- §7.4: the hermes rules we share with vLLM (and, marked, where the README compatibility
+  table says we differ: arguments are the model's own JSON text, compared here
   as parsed JSON; an unreadable call comes back as content instead of vLLM's
   all-or-nothing);
 - §7.6: deepseek_r1 non-streaming rules;
-- design §5/§6: the stream state stays bounded (long reasoning, a long argument).
+- the stream state stays bounded (long reasoning, a long argument).
 
 Everything goes through the HTTP app (``client_for`` of conftest).
 """
@@ -26,7 +26,7 @@ import pytest
 
 from derender.core.parsers.formats import hermes
 from derender.core.parsers.primitives import MAX_LEADING_SPACE
-from tests.conftest import tokenizer
+from derender_testing.models import tokenizer
 
 CHAT = "/v1/chat/completions/derender"
 QWEN, DEEPSEEK = "qwen3", "deepseek-v4"
@@ -472,7 +472,7 @@ def test_call_with_arguments_before_name(qwen: Any) -> None:
 
 
 def test_long_unreadable_head_then_a_call_streams_as_without_streaming(qwen: Any) -> None:
-    # design §4: for every split into chunks the folded stream equals the non-streaming
+    # README: for every split into chunks the folded stream equals the non-streaming
     # message. A never-closed unreadable <tool_call> followed by more than 512 characters
     # (MAX_HEAD) and then a real call must be read the same way in both modes.
     prose = "\nI will now call the weather tool for you." * 16
@@ -590,7 +590,7 @@ def test_long_argument_streams_in_fragments_with_small_state(qwen: Any) -> None:
 
 
 def test_whitespace_before_a_call_does_not_grow_the_state(qwen: Any) -> None:
-    # design §5: the state "must not grow with the number of tokens generated". Content that
+    # The state must not grow with the number of tokens generated. Content that
     # is only whitespace so far (tools active) must not be buffered in the state without
     # bound (about 2.7 characters per chunk: past ~1,500 chunks of " \n" the token exceeds
     # the 4,096-character cap and the stream fails with a 400).

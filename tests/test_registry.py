@@ -1,5 +1,5 @@
 """Model registry: folders, manifests, served names, defaults (expected values from the
-fixture corpus README's model table and design.md §3)."""
+fixture corpus README's model table and the README's Models section)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 from derender.core.errors import NotFoundError
 from derender.core.registry import ModelRegistry, read_model_info
 from derender.settings import Settings
-from tests.conftest import model_folder, require_model, vocabulary
+from derender_testing.models import model_folder, require_model, vocabulary
 
 # test model -> (primary EOS, generation_config EOS ids, max_model_len), fixture README table
 # (``deepseek-v4`` is the folder the README's ``deepseek-v3`` server loaded)

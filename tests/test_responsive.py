@@ -21,8 +21,8 @@ import pytest
 from derender.app.main import create_app
 from derender.contract.routes import CHAT
 from derender.settings import Settings
+from derender_testing.servers import LocalServer, clean_env, uvicorn_app
 from tests.conftest import LAYER_MODELS
-from tests.servers import LocalServer, clean_env, uvicorn_app
 
 CHAT_PATH = CHAT.path
 

@@ -1,4 +1,4 @@
-"""Schema fuzzing (issue 6): schemathesis against a real local server, from /openapi.json.
+"""Schema fuzzing: schemathesis against a real local server, from /openapi.json.
 
 One uvicorn server (``--factory derender.app.main:create_app``, the embedded models, a test
 signing key) on a free port, and three schemathesis runs at once (generating bodies is
@@ -30,8 +30,8 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from tests.conftest import LAYER_MODELS
-from tests.servers import LocalServer, clean_env, uvicorn_app
+from derender_testing.models import LAYER_MODELS
+from derender_testing.servers import LocalServer, clean_env, uvicorn_app
 
 CHAT = "/v1/chat/completions/derender"
 COMPLETIONS = "/v1/completions/derender"

@@ -1,4 +1,4 @@
-"""Fuzzing the stream state (issue 6, item 2; design.md §5, §8).
+"""Fuzzing the stream state (README: Compatibility, `stream_state`; no input yields a 500).
 
 ``test_state_token.py`` attacks the token case by case (every bit flip, every truncation,
 each field of another stream, keys, expiry, size). Here hypothesis searches the space
@@ -46,8 +46,8 @@ from derender.core.state.stream import (
 )
 from derender.core.state.token import KeyRing, sign, verify
 from derender.settings import Settings
+from derender_testing.models import LAYER_MODELS
 from tests import test_state_token
-from tests.conftest import LAYER_MODELS
 from tests.test_state_token import (
     ALTERED,
     MAX_CHARS,

@@ -1,11 +1,11 @@
-"""Attacks on the signed ``stream_state`` token (design.md §5).
+"""Attacks on the signed ``stream_state`` token (README: Compatibility, ``stream_state``).
 
 Every altered, truncated, re-encoded, foreign, forged, expired, oversized or wrongly typed
 state is refused with a 400 in vLLM's error envelope and a message that says what is wrong;
 never a 500, never a chunk. Keys rotate without breaking streams in flight, and the state of
 the plain path stays small whatever the position in the stream.
 
-Token layout (core/state/token.py, design.md §5): URL-safe base64 without padding of
+Token layout (core/state/token.py): URL-safe base64 without padding of
 ``version | key id length | key id | payload | HMAC-SHA256``.
 """
 
@@ -35,7 +35,7 @@ from derender.core.registry import ModelRegistry
 from derender.core.state.stream import decode_state, encode_state
 from derender.core.state.token import KeyRing, sign, verify
 from derender.settings import Settings
-from tests.conftest import ROOT, model_folder, require_model
+from derender_testing.models import ROOT, model_folder, require_model
 
 CHAT = "/v1/chat/completions/derender"
 COMPLETIONS = "/v1/completions/derender"
@@ -604,7 +604,7 @@ LONG_TEXT = ("The quick brown fox jumps over the lazy dog. 東京は日本の首
 ], ids=["chat-plain", "completions-logprobs", "chat-stop-strings"])
 def test_the_plain_path_state_stays_small_and_does_not_grow(
         app_for: Any, route: str, fields: dict[str, Any], logprobs: bool) -> None:
-    """design.md §5: plain state is a few dozen bytes and must not grow with the number of
+    """Plain state is a few dozen bytes and must not grow with the number of
     tokens. Over 400 chunks of one id the largest token is at most 200 characters, and the
     last 50 are no larger than the first 50 apart from the position counters' varints (a
     byte each per 7 bits: at most 3 counters × 1 byte, 4 base64 characters)."""
@@ -631,7 +631,7 @@ def test_a_signed_state_with_impossible_contents_is_never_a_500(
         app_for: Any, window: list[int], read: int, context: list[int],
         counters: tuple[int, int, int, int], held: str,
         flags: tuple[bool, bool, int | None], head: int | None) -> None:
-    """Defence in depth (design.md §8: no input may produce a 500): a state whose MAC is
+    """Defence in depth (no input may produce a 500): a state whose MAC is
     valid but whose contents no call of this service would produce (ids beyond the
     vocabulary, offsets past the window, huge counters) — as a leaked key or a bug elsewhere
     could create — is answered with a chunk or a 400, never an internal error."""
@@ -659,8 +659,8 @@ def test_a_signed_state_with_impossible_contents_is_never_a_500(
 def test_a_never_ending_byte_sequence_keeps_the_state_bounded(app_for: Any) -> None:
     """Adversarial output: Mistral byte-fallback tokens that never complete a UTF-8
     character (``<0x80>`` continuation bytes). The detokenizer must hold them back, but the
-    state stops growing once its window is full (design.md §5: bounded whatever the
-    generation length)."""
+    state stops growing once its window is full (bounded whatever the generation
+    length)."""
     client = app_for(models=("mistral-7b",))
     continuation = 3 + 0x80  # <0x80>
     assert Tokenizer.from_file(str(model_folder("mistral-7b") / "tokenizer.json")).id_to_token(

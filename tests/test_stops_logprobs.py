@@ -1,7 +1,8 @@
-"""Stop-token dropping, stop strings and logprob resolution against spec §5.5, §5.6, §5.8, §8.
+"""Stop-token dropping, stop strings and logprob resolution against docs/vllm-compat/api.md
+§5.5, §5.6, §5.8, §8.
 
-Expected values are the spec's observed examples (Qwen3 tokenizer), values derived by hand
-from the spec's rules, the tokenizer's own ``decode``/``encode``, or a literal reference of
+Expected values are api.md's observed examples (Qwen3 tokenizer), values derived by hand
+from its rules, the tokenizer's own ``decode``/``encode``, or a literal reference of
 §5.8 written here on top of the raw tokenizer.
 """
 
@@ -23,7 +24,7 @@ from derender.core.decoding.logprobs import chat_logprobs, completion_logprobs, 
 from derender.core.decoding.sequence import decode_settings, sequence_text
 from derender.core.decoding.stops import StopReason
 from derender.core.decoding.vocab import Vocabulary
-from tests.conftest import reference, require_model, vocabulary
+from derender_testing.models import reference, require_model, vocabulary
 
 HELLO = [9707, 1879, 0, 2585, 525, 498]  # "Hello world! How are you" (spec, Qwen3)
 TEXT = "Hello world! How are you"
@@ -66,7 +67,7 @@ def test_qwen3_ids_and_eos_facts() -> None:
 
 
 @pytest.mark.parametrize(("ids", "finish", "reported", "request_", "expected"), [
-    # Observed (spec §5.5).
+    # Observed (api.md §5.5).
     ([*HELLO, IM_END], "stop", None, None, (TEXT, None)),
     ([*HELLO, ENDOFTEXT], "stop", None, None, (TEXT, ENDOFTEXT)),
     (HELLO, "stop", None, {"stop_token_ids": [498]}, ("Hello world! How are", 498)),
@@ -123,7 +124,7 @@ def test_empty_ids_keep_reported_reason() -> None:
 
 
 @pytest.mark.parametrize(("ids", "finish", "reported", "request_", "expected"), [
-    # Observed (spec §5.6).
+    # Observed (api.md §5.6).
     (HELLO, "stop", None, {"stop": ["world"]}, ("Hello ", "world")),
     (HELLO, "stop", None, {"stop": ["world"], "include_stop_str_in_output": True},
      ("Hello world", "world")),
@@ -200,7 +201,7 @@ def leading_space_marker(name: str) -> str | None:
 
 def ref_resolve(name: str, token_id: int, context: list[int]
                 ) -> tuple[str, list[int] | None]:
-    """Spec §5.8 steps 2–3 for one id, literally, on the raw tokenizer."""
+    """api.md §5.8 steps 2–3 for one id, literally, on the raw tokenizer."""
     tok = reference(load(name))
     piece = tok.id_to_token(token_id)
     if piece is None:

@@ -1,9 +1,9 @@
 """Property tests: streaming derender equals non-streaming derender, whatever the chunking.
 
-design.md §4: "for every way of splitting a token sequence into chunks, the concatenated
-stream equals the non-streaming result"; stop strings are supported while streaming
+README (Compatibility with vLLM 0.33): for every way of splitting a token sequence into chunks,
+the concatenated stream equals the non-streaming result; stop strings are supported while streaming
 ("concatenated chunks equal the non-streaming text"); ``generate_chunks`` answers the same
-chunks as one call per chunk; a retry of the same call returns the same chunk and token (§5).
+chunks as one call per chunk; a retry of the same call returns the same chunk and token.
 
 The oracle is the service's own non-streaming answer for the same ids, prompt and request,
 which is checked against vLLM's recordings elsewhere (test_conformance.py). Inputs come from
@@ -32,8 +32,8 @@ import derender.core.streaming as streaming_module
 from derender.app.main import create_app
 from derender.core.registry import ModelRegistry
 from derender.settings import Settings
-from tests.conftest import model_folder, require_model, tokenizer, vocabulary
-from tests.openai_types import check_openai_chunk
+from derender_testing.models import model_folder, require_model, tokenizer, vocabulary
+from derender_testing.openai_types import check_openai_chunk
 
 MODELS = ("qwen3", "mistral-7b", "deepseek-v4", "gpt2", "llama3.1")
 CHAT = "/v1/chat/completions/derender"
@@ -440,7 +440,7 @@ def stop_strings(draw: st.DrawFn, text: str) -> list[str]:
 @given(data=st.data())
 def test_stop_strings_while_streaming_match_the_non_streaming_cut(
         client: Any, name: str, data: st.DataObject) -> None:
-    """design.md §4: text that could begin a stop string is held back, so the concatenated
+    """README, Compatibility: text that could begin a stop string is held back, so the concatenated
     chunks equal the non-streaming text (cut at the earliest-ending stop string, outside the
     ``min_tokens`` head, with or without the stop string) and the stop_reason agrees; the
     finish is reported once, on the chunk where the stream's text ends."""
@@ -672,8 +672,8 @@ def test_multibyte_characters_split_across_one_token_chunks(client: Any, name: s
 def test_finish_on_an_id_less_chunk_after_the_stop_token(
         client: Any, name: str, route: str, skip: bool) -> None:
     """A split where the last id (a model EOS) arrives in one chunk and the finish in a
-    following chunk without ids (§6.3 names such id-less finish chunks): design.md §4 says
-    every split concatenates to the non-streaming result."""
+    following chunk without ids (docs/vllm-compat/api.md §6.3 names such id-less finish chunks): the
+    README says every split concatenates to the non-streaming result."""
     c = client(name)
     vocab = vocabulary(name)
     # a generation_config EOS other than the tokenizer's (reported as an int) where there is one

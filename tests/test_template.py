@@ -17,7 +17,7 @@ import pytest
 
 from derender import settings
 from derender.contract import routes
-from tests.conftest import ROOT
+from derender_testing.models import ROOT
 
 READ_ACTIONS = {"ssm:GetParameter", "secretsmanager:GetSecretValue", "kms:Decrypt",
                 "s3:ListBucket", "s3:GetObject"}

@@ -5,7 +5,8 @@
 - The state codec: any state a format reaches encodes to bytes that decode to the same state,
   preceded by the format's tag, so a decoded state is of the format that wrote it; unknown tags
   and another format's state are refused.
-- Split invariance (design §4/§6) through the HTTP app, for ``llama3_json`` and ``pythonic``:
+- Split invariance (README: Reasoning and tool calls) through the HTTP app, for
+  ``llama3_json`` and ``pythonic``:
   for every split of the output ids into chunks (hypothesis draws them: one id per chunk, none,
   random cuts, id-less chunks, batched calls), the folded stream equals the non-streaming
   message for the same ids and request, every returned state stays under the bound of
@@ -28,10 +29,16 @@ from derender.core.parsers.reasoning import ReasoningState
 from derender.core.parsers.registry import TOOL_RECORDS, TOOLS_BY_TAG, Machine
 from derender.core.parsers.tools import ToolContext
 from derender.core.state.stream import StreamState, decode_state, encode_state
-from tests.conftest import tokenizer
+from derender_testing.models import tokenizer
+from derender_testing.tool_streams import (
+    check_round_trips,
+    check_written,
+    ids_of,
+    requests,
+    run_both,
+)
 from tests.test_parser_properties import PROPS, json_strings, json_text, json_values
 from tests.test_state_fuzz import fields_of, leb128
-from tests.tool_streams import check_round_trips, check_written, ids_of, requests, run_both
 
 LLAMA = "llama3.1-tools"
 EOT, EOM, PYTHON_TAG = 128009, 128008, 128010

@@ -18,7 +18,7 @@ from mistral_common.tokens.tokenizers.tekken import Tekkenizer
 
 from derender.compact import CompactionError, compact_folder, verify_folder
 from derender.core.registry import DECODE_SPEC, load_vocabulary
-from tests.byte_vocab_checks import (
+from derender_testing.byte_vocab_checks import (
     check_every_id,
     check_random,
     check_recorded,

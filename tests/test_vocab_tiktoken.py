@@ -4,7 +4,7 @@ References: the ``tiktoken`` package (``tiktoken.Encoding(name, pat_str, mergeab
 special_tokens).decode``, which is what Kimi's ``TikTokenTokenizer.decode`` returns) on every id
 and random sequences, and vLLM 0.33's incremental detokenizer over a Kimi-style slow tokenizer
 (recorded deltas in ``tests/fixtures/byte-vocab/kimi-tiktoken.json``). The ``tiktoken.model``
-is generated (tests/byte_vocab_models.py): real Kimi files cannot be fetched here.
+is generated (derender_testing/byte_vocab_models.py): real Kimi files cannot be fetched here.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from tiktoken.load import load_tiktoken_bpe
 from derender.compact import CompactionError, compact_folder, verify_folder
 from derender.core.decoding.bytevocab import tiktoken_spec
 from derender.core.registry import DECODE_SPEC, ModelRegistry, load_vocabulary
-from tests.byte_vocab_checks import (
+from derender_testing.byte_vocab_checks import (
     check_every_id,
     check_random,
     check_recorded,

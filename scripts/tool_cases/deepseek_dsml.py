@@ -37,7 +37,7 @@ from typing import Any
 from record_tool_fixtures import ROOT, Format, Server
 from record_tool_fixtures import Case as _Case
 
-from tool_cases.issue13 import NAMED_CHOICE, NONE, REQUIRED, TOOLS, USER, both
+from tool_cases.shared import NAMED_CHOICE, NONE, REQUIRED, TOOLS, USER, both
 
 EOS = 1
 D = "｜DSML｜"

@@ -1,6 +1,6 @@
 """Engine formats served with one parser flag (cases 1300-…): the ``glm47`` and ``deepseek_v4``
 tool parsers without a reasoning parser, and their reasoning parsers without a tool parser,
-on ``glm-4.7-flash`` and ``deepseek-v4-native`` (issue 13: what vLLM 0.33 does when a
+on ``glm-4.7-flash`` and ``deepseek-v4-native`` (what vLLM 0.33 does when a
 family's one engine object serves only one side).
 
 Usage (`scripts/peer-model-folders.sh glm-4.7-flash deepseek-v4-native` first):
@@ -24,7 +24,7 @@ from typing import Any
 from record_tool_fixtures import ROOT, Format, Server
 from record_tool_fixtures import Case as _Case
 
-from tool_cases.issue13 import TOOLS, USER, both
+from tool_cases.shared import TOOLS, USER, both
 
 GLM_TOOLS, GLM_REASONING, V4_TOOLS, V4_REASONING = "glm_t", "glm_r", "v4_t", "v4_r"
 EOS = {GLM_TOOLS: 154827, GLM_REASONING: 154827, V4_TOOLS: 1, V4_REASONING: 1}

@@ -26,7 +26,7 @@ from typing import Any
 from record_tool_fixtures import ROOT, Format, Server
 from record_tool_fixtures import Case as _Case
 
-from tool_cases.issue13 import NAMED_CHOICE, NONE, REQUIRED, TOOLS, USER, both
+from tool_cases.shared import NAMED_CHOICE, NONE, REQUIRED, TOOLS, USER, both
 
 MODEL = "gemma4-standin"
 TURN_END = 106

@@ -28,7 +28,7 @@ from typing import Any
 from record_tool_fixtures import ROOT, Format, Server
 from record_tool_fixtures import Case as _Case
 
-from tool_cases.issue13 import NAMED_CHOICE, NONE, REQUIRED, TOOLS, USER, both
+from tool_cases.shared import NAMED_CHOICE, NONE, REQUIRED, TOOLS, USER, both
 
 G45, G47 = "glm45", "glm47"
 EOS = {G45: 151336, G47: 154827}

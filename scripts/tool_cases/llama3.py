@@ -1,6 +1,7 @@
 """llama3_json and pythonic (cases 128-171): two servers on the derived Llama 3.1 tokenizer.
 
-Usage (see tests/tokenizer_variants.py; the model folder holds tests/models/llama3.1-tools/*.json):
+Usage (see derender_testing/tokenizer_variants.py; the model folder holds
+tests/models/llama3.1-tools/*.json):
 
     PEER=$HOME/vllm-peer; mkdir -p $PEER/models/llama3.1-tools
     cp tests/models/llama3.1-tools/*.json $PEER/models/llama3.1-tools/

@@ -33,7 +33,7 @@ from typing import Any
 from record_tool_fixtures import ROOT, Format, Server
 from record_tool_fixtures import Case as _Case
 
-from tool_cases.issue13 import NAMED_CHOICE, NONE, REQUIRED, TOOLS, USER, both
+from tool_cases.shared import NAMED_CHOICE, NONE, REQUIRED, TOOLS, USER, both
 
 EOS = 200020
 M2, M2A, M3 = "m2", "m2+append", "m3"

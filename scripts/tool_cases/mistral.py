@@ -1,5 +1,6 @@
 """mistral (cases 240-279): two servers on derived Mistral tokenizers (see
-tests/tokenizer_variants.py), their model folders holding tests/models/mistral-tools*/*.json.
+derender_testing/tokenizer_variants.py), their model folders holding
+tests/models/mistral-tools*/*.json.
 
 Usage:
 

@@ -1,4 +1,4 @@
-"""Issue 14's Qwen3-grammar formats (cases 835-…), all on the Qwen3 tokenizer (``qwen3``) but
+"""The Qwen3-grammar formats (cases 835-…), all on the Qwen3 tokenizer (``qwen3``) but
 ``llama4_json``: vLLM 0.33's aliases ``qwen3_xml`` (its ``qwen3_coder`` parser), ``qwen3_json``
 (``hermes``) and ``llama4_json`` (``llama3_json``, on ``llama3.1-tools`` as the llama3_json
 fixtures); the ``mimo``, ``step3p5`` and ``seed_oss`` tool and reasoning parsers (one engine
@@ -40,7 +40,7 @@ from typing import Any
 from record_tool_fixtures import ROOT, Format, Server
 from record_tool_fixtures import Case as _Case
 
-from tool_cases.issue13 import NAMED_CHOICE, NONE, REQUIRED, TOOLS, USER, both
+from tool_cases.shared import NAMED_CHOICE, NONE, REQUIRED, TOOLS, USER, both
 
 QWEN = ROOT / "layers" / "tokenizers" / "qwen3" / "tokenizer.json"
 LLAMA = ROOT / "tests" / "models" / "llama3.1-tools" / "tokenizer.json"

@@ -40,9 +40,9 @@ from typing import Any
 
 from tokenizers import Tokenizer
 
-from tests.servers import LocalServer, uvicorn_app
+from derender_testing.servers import LocalServer, uvicorn_app
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]  # the repository (support/derender_testing/../..)
 CORPUS = ROOT / "bench" / "corpus.txt"
 MODEL_FOLDERS = {"qwen3": ROOT / "layers" / "tokenizers" / "qwen3",
                  "mistral-7b": ROOT / "tests" / "models" / "mistral-7b"}
@@ -103,8 +103,11 @@ class Texts:
             self.eos[name] = eos
         self.prompts = {name: self.encode(name, PROMPTS[name]) for name in MODEL_FOLDERS}
         qwen = self.tokenizers["qwen3"]
-        self.markers = [qwen.token_to_id(m) for m in ("<think>", "</think>", "<tool_call>",
-                                                      "</tool_call>")]
+        markers = [qwen.token_to_id(m) for m in ("<think>", "</think>", "<tool_call>",
+                                                 "</tool_call>")]
+        self.markers = [m for m in markers if m is not None]
+        if len(self.markers) != len(markers):
+            raise RuntimeError("qwen3: a parser marker is not a token")
 
     def encode(self, name: str, text: str) -> list[int]:
         return list(self.tokenizers[name].encode(text, add_special_tokens=False).ids)

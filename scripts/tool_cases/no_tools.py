@@ -1,15 +1,15 @@
-"""Issue 15, item 4 for the other formats (cases 1546-…): calls in an output whose request
-has no ``tools``, ``"tools": []``, or ``tool_choice`` "none", for llama3_json and pythonic
-(the derived Llama 3.1 tokenizer, as ``tool_cases/llama3.py``) and deepseek_v3/deepseek_v31
-(the ``deepseek-v3`` folder, as ``tool_cases/deepseek.py``). gpt-oss (``openai``) has its
-recordings already: 326 ("none") and 327 (no tools).
+"""Calls without tools for the formats ``edge_cases`` does not record (cases 1546-…): calls
+in an output whose request has no ``tools``, ``"tools": []``, or ``tool_choice`` "none", for
+llama3_json and pythonic (the derived Llama 3.1 tokenizer, as ``tool_cases/llama3.py``) and
+deepseek_v3/deepseek_v31 (the ``deepseek-v3`` folder, as ``tool_cases/deepseek.py``). gpt-oss
+(``openai``) has its recordings already: 326 ("none") and 327 (no tools).
 
     S="$VLLM_PEER"/start.sh   # the peer kit's start.sh
     $S llama3.1-tools 8611 --tool-call-parser llama3_json --enable-auto-tool-choice
     $S llama3.1-tools 8612 --tool-call-parser pythonic --enable-auto-tool-choice
     $S deepseek-v3 8613 --tool-call-parser deepseek_v3 --enable-auto-tool-choice
     $S deepseek-v3 8614 --tool-call-parser deepseek_v31 --enable-auto-tool-choice
-    .venv/bin/python scripts/record_tool_fixtures.py issue15_others 8611 8612 8613 8614
+    .venv/bin/python scripts/record_tool_fixtures.py no_tools 8611 8612 8613 8614
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ SERVERS = {llama3.LLAMA: llama3._server(llama3.LLAMA), llama3.PY: llama3._server
            deepseek.V3: deepseek._server(deepseek.V3, False),
            deepseek.V31: deepseek._server(deepseek.V31, False)}
 for _key, _server in SERVERS.items():
-    _server.slug = f"i15-{_server.slug}"
+    _server.slug = f"i15-{_server.slug}"  # the recorded files' names
 
 OUTPUTS = {
     llama3.LLAMA: 'Sure. {"name": "get_weather", "parameters": {"city": "Paris"}}',

@@ -1,4 +1,4 @@
-"""Issue 15 (cases 1500-…): where derender differed from vLLM without a reason.
+"""Edge cases across formats (cases 1500-…), recorded where derender had differed from vLLM.
 
 Four servers: Qwen3 with the hermes tool parser (no reasoning parser: whitespace before a
 call stays content), Qwen3 with qwen3_coder, and the two derived Mistral tokenizers of
@@ -11,7 +11,7 @@ call stays content), Qwen3 with qwen3_coder, and the two derived Mistral tokeniz
     $S mistral-tools 8603 --tool-call-parser mistral --enable-auto-tool-choice \\
         --reasoning-parser mistral
     $S mistral-tools-v3 8604 --tool-call-parser mistral --enable-auto-tool-choice
-    .venv/bin/python scripts/record_tool_fixtures.py issue15 8601 8602 8603 8604
+    .venv/bin/python scripts/record_tool_fixtures.py edge_cases 8601 8602 8603 8604
 
 1. hermes: whitespace before an unreadable ``<tool_call>`` or one cut off in its head;
 2. mistral: argument values typed by the tool's schema;
@@ -32,7 +32,7 @@ from record_tool_fixtures import Case as _Case
 from tokenizers import Tokenizer
 
 from tool_cases import mistral
-from tool_cases.issue13 import CONFIG
+from tool_cases.shared import CONFIG
 
 QWEN3 = ROOT / "layers" / "tokenizers" / "qwen3" / "tokenizer.json"
 IM_END, MISTRAL_EOS = 151645, 2
@@ -43,7 +43,7 @@ def _qwen3(parser: str, reasoning: bool) -> Server:
     r = ["--reasoning-parser", "qwen3"] if reasoning else []
     return Server("qwen3", ["--served-model-name", "qwen3", "--tool-call-parser", parser, *r,
                             "--enable-auto-tool-choice"],
-                  f"{parser} tool parser", f"i15-{parser}",
+                  f"{parser} tool parser", f"i15-{parser}",  # "i15-": the recorded files' names
                   (f"parser:{parser}", *(("reasoning", "parser:qwen3") if reasoning else ())),
                   QWEN3)
 
