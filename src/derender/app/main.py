@@ -39,7 +39,7 @@ from derender.core.completions import derender_completion, derender_completion_s
 from derender.core.errors import DerenderError
 from derender.core.registry import ModelRegistry, ServedModel
 from derender.core.state.stream import StreamState, decode_state, encode_state
-from derender.core.state.token import sign, verify
+from derender.core.state.token import as_state, sign, verify
 from derender.settings import MAX_BODY_BYTES, Settings
 
 JSON = dict[str, Any]
@@ -188,9 +188,10 @@ def create_app(settings: Settings | None = None, registry: ModelRegistry | None 
             chunks, state = run_stream(body, model, state, settings.state_ttl_seconds,
                                        caller_of(request.scope.get("aws.event")))
             token = sign(keys, encode_state(state))
+            carried = as_state(token) if settings.state_form == "object" else token
             if isinstance(body, _BATCHES):
-                return json_response({"chunks": chunks, "stream_state": token})
-            return json_response({"chunk": chunks[0], "stream_state": token})
+                return json_response({"chunks": chunks, "stream_state": carried})
+            return json_response({"chunk": chunks[0], "stream_state": carried})
         except SchemaError as exc:
             return json_response(schema_error_body(exc.errors), 400)
         except DerenderError as exc:

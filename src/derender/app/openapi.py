@@ -382,8 +382,22 @@ class CompletionChunk(_Out):
     """Always null."""
 
 
-STATE_DOC = ("The signed state to send with the stream's next call (opaque, URL-safe "
-             "base64).")
+STATE_DOC = ("The signed state to send with the stream's next call, as vLLM 0.33 types it "
+             "(a JSON object, `DerenderStreamState`), or the bare string of earlier releases "
+             "when `DERENDER_STATE_FORM=string`; send it back as it came.")
+STATE_TOKEN_PATTERN = "^derender:[A-Za-z0-9_-]+$"
+
+
+class StreamStateObject(_Out):
+    """The signed stream state as a JSON object: vLLM 0.33's ``DerenderStreamState`` shape,
+    opaque in content. Sent back with the fields vLLM's models add on dump (at their
+    defaults) it is accepted too: only ``prev_tokens`` is read."""
+
+    prev_tokens: list[str] = Field(min_length=1, max_length=1)
+    """One entry: ``derender:`` and the signed token (URL-safe base64)."""
+
+
+StreamStateOut = StreamStateObject | str
 
 
 class ChatStreamResponse(_Out):
@@ -391,7 +405,7 @@ class ChatStreamResponse(_Out):
 
     chunk: ChatCompletionChunk
     """The chunk to forward to the client."""
-    stream_state: str = Field(pattern=TOKEN_PATTERN, description=STATE_DOC)
+    stream_state: StreamStateOut = Field(description=STATE_DOC)
 
 
 class ChatStreamBatchResponse(_Out):
@@ -399,7 +413,7 @@ class ChatStreamBatchResponse(_Out):
 
     chunks: list[ChatCompletionChunk] = Field(min_length=1, max_length=MAX_BATCH_CHUNKS)
     """One chunk per engine chunk, in order."""
-    stream_state: str = Field(pattern=TOKEN_PATTERN, description=STATE_DOC)
+    stream_state: StreamStateOut = Field(description=STATE_DOC)
 
 
 class CompletionStreamResponse(_Out):
@@ -407,7 +421,7 @@ class CompletionStreamResponse(_Out):
 
     chunk: CompletionChunk
     """The chunk to forward to the client."""
-    stream_state: str = Field(pattern=TOKEN_PATTERN, description=STATE_DOC)
+    stream_state: StreamStateOut = Field(description=STATE_DOC)
 
 
 class CompletionStreamBatchResponse(_Out):
@@ -415,7 +429,7 @@ class CompletionStreamBatchResponse(_Out):
 
     chunks: list[CompletionChunk] = Field(min_length=1, max_length=MAX_BATCH_CHUNKS)
     """One chunk per engine chunk, in order."""
-    stream_state: str = Field(pattern=TOKEN_PATTERN, description=STATE_DOC)
+    stream_state: StreamStateOut = Field(description=STATE_DOC)
 
 
 # --------------------------------------------------------------------------- other routes
@@ -619,8 +633,12 @@ def _tighten_requests(schemas: dict[str, JSON]) -> None:
         properties = schema.get("properties", {})
         for field in ("token_ids", "prompt_token_ids", "token_id"):
             _integers(properties.get(field), minimum=0)  # a negative id is a 400
-        if "stream_state" in properties:  # anything but a token string is a 400
-            properties["stream_state"]["anyOf"] = [{"type": "string"}, {"type": "null"}]
+        if "stream_state" in properties:  # anything but a state of ours is a 400
+            properties["stream_state"]["anyOf"] = [
+                {"type": "object", "required": ["prev_tokens"], "properties": {"prev_tokens": {
+                    "type": "array", "minItems": 1, "maxItems": 1,
+                    "items": {"type": "string", "pattern": STATE_TOKEN_PATTERN}}}},
+                {"type": "string", "pattern": TOKEN_PATTERN}, {"type": "null"}]
         if name.startswith("Derender") and "generate_chunks" not in properties:
             # A body with `generate_chunks` is validated as the batch form, whatever else.
             schema["not"] = {"required": ["generate_chunks"]}

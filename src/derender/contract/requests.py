@@ -324,7 +324,8 @@ class _StreamFields(_Model):
     stream: Literal[True]
     model: str | None = None
     stream_state: Any = None
-    """Null on the first call, then the token the previous call returned (opaque)."""
+    """Null on the first call, then the state the previous call returned (opaque): the JSON
+    object (as vLLM 0.33 types it) or the bare string of earlier releases."""
     prompt_tokens: int | None = None
     """Overrides ``usage.prompt_tokens`` of a usage chunk."""
     prompt_token_ids: PromptIds = None
