@@ -131,7 +131,7 @@ def _ids(text: str) -> list[int]:
 
 
 def _engine_chunks() -> list[dict[str, Any]]:
-    ids = _ids(OUTPUT) + [151645]
+    ids = [*_ids(OUTPUT), 151645]
     sizes = [3, 2, 5, 1, 4, 6, len(ids)]
     chunks, at = [], 0
     for size in sizes:
