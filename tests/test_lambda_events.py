@@ -109,8 +109,9 @@ AT_A_TIME = " one chunk at a time"  # 5 ids
 HI = "Hi there"  # 2 ids
 THROUGH = " through a function URL"  # 4 ids
 NOT_A_TOKEN = Error(400, "BadRequestError", None,
-                    "stream_state must be the token returned by the previous call of this "
-                    "stream (a string); omit it on the first call")
+                    "stream_state must be the state returned by the previous call of this "
+                    "stream (the object, or the string of earlier releases); omit it on the "
+                    "first call")
 BAD_ENCODING = Error(400, "BadRequestError", None,
                      "stream_state is not a valid token (bad encoding)")
 
