@@ -58,8 +58,12 @@ def start(model: str, port: int, flags: list[str]) -> int:
     if "--served-model-name" in flags:
         at = flags.index("--served-model-name")
         del flags[at:at + 2]
-    out = subprocess.run([str(START), model, str(port), *flags], check=True, text=True,
-                         capture_output=True, env={**os.environ, "PEER_HOME": str(PEER_HOME)})
+    for attempt in range(3):  # start.sh gives up after 180 s: a loaded machine needs more
+        out = subprocess.run([str(START), model, str(port), *flags], check=attempt == 2,
+                             text=True, capture_output=True,
+                             env={**os.environ, "PEER_HOME": str(PEER_HOME)})
+        if out.returncode == 0:
+            break
     return int(out.stdout.strip().splitlines()[-1])
 
 
@@ -116,7 +120,7 @@ def main() -> None:
         record_tools(port, sys.argv[3:])
     else:
         import record_dropin_others  # noqa: PLC0415 (it imports this module)
-        record_dropin_others.main(port)
+        record_dropin_others.main(port, sys.argv[3:])
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ from tool_cases import gemma4, kimi, qwen3_family
 
 FIRST = 2200
 QWEN3 = rtf.ROOT / "layers" / "tokenizers" / "qwen3" / "tokenizer.json"
-PLAIN = rtf.Server("qwen3", [], "no parsers", "i21-plain", (), QWEN3)
+PLAIN = rtf.Server("qwen3", ["--served-model-name", "qwen3"], "no parsers", "i21-plain", (), QWEN3)
 IM_END = 151645
 
 
@@ -118,7 +118,7 @@ def record_edges(port: int, number: int) -> int:
         for shape, method, path, body in EDGES:
             status, response = http(port, method, path, body)
             _write({"name": f"{number:04d}-i21-plain-edge-{shape}", "model": "qwen3",
-                    "endpoint": path, "server_flags": [], "kind": "error",
+                    "endpoint": path, "server_flags": PLAIN.flags, "kind": "error",
                     "features": ["issue21:envelope", f"edge:{shape}"],
                     "description": f"Issue 21, section 3: {method} {path} ({shape}).",
                     "calls": [{"method": method, "request": body, "status": status,
@@ -140,7 +140,7 @@ def record_edges(port: int, number: int) -> int:
                        + f"; {len(raw)} bytes of JSON (not stored: rebuilt by "
                        "scripts/record_dropin_others.py)")
             _write({"name": f"{number:04d}-i21-plain-edge-{shape}", "model": "qwen3",
-                    "endpoint": CHAT, "server_flags": [], "kind": "error",
+                    "endpoint": CHAT, "server_flags": PLAIN.flags, "kind": "error",
                     "features": ["issue21:body_limit", f"edge:{shape}"],
                     "description": f"Issue 21, section 3: a body over derender's limit: "
                                    f"{summary}.",
@@ -191,21 +191,31 @@ KIMI_NAME_IN_BODY = (KIMI_HEAD + KIMI_SECTION.format(head="")
 SEED_LIST = '[{"name": "get_weather", "parameters": {"city": "Paris"}}]'
 
 
-def main(port: int) -> None:
+def main(port: int, only: list[str]) -> None:
+    """Every group in order (``only``: those named: edges, stop, gemma4, kimi, seed_oss)."""
+    def wanted(group: str) -> bool:
+        return not only or group in only
+
     number = FIRST
-    number = record_edges(port, number)
-    number = record_stop_length(port, number)
-    number = _tool_cases(gemma4.FORMAT, "gemma4", [
-        *_both("gemma4", "i21_prompt_opens_channel", GEMMA_THOUGHT, 106, kind="reasoning"),
-        *_both("gemma4", "i21_prompt_opens_channel_call", GEMMA_THOUGHT_CALL, 106)],
-        number, "issue21:gemma4_prompt_channel", port, prompt=gemma_prompt)
-    number = _tool_cases(kimi.FORMAT, "kimi_k2", [
-        *_both("kimi_k2", "i21_no_functions_prefix", KIMI_NO_PREFIX, 163586),
-        *_both("kimi_k2", "i21_no_index", KIMI_NO_INDEX, 163586),
-        *_both("kimi_k2", "i21_name_in_body", KIMI_NAME_IN_BODY, 163586)],
-        number, "issue21:kimi_headerless", port)
-    number = _tool_cases(qwen3_family.FORMAT, "seed_oss", [
-        *_both("seed_oss", "i21_required_json_list", SEED_LIST, IM_END,
-               request={"tool_choice": "required"})],
-        number, "issue21:seed_oss_required", port)
-    print("next number", number)
+    number = record_edges(port, number) if wanted("edges") else number + len(EDGES) + 2
+    number = record_stop_length(port, number) if wanted("stop") else number + 6
+    if not wanted("gemma4"):
+        number += 4
+    else:
+        number = _tool_cases(gemma4.FORMAT, "gemma4", [
+            *_both("gemma4", "i21_prompt_opens_channel", GEMMA_THOUGHT, 106, kind="reasoning"),
+            *_both("gemma4", "i21_prompt_opens_channel_call", GEMMA_THOUGHT_CALL, 106)],
+            number, "issue21:gemma4_prompt_channel", port, prompt=gemma_prompt)
+    if not wanted("kimi"):
+        number += 6
+    else:
+        number = _tool_cases(kimi.FORMAT, "kimi_k2", [
+            *_both("kimi_k2", "i21_no_functions_prefix", KIMI_NO_PREFIX, 163586),
+            *_both("kimi_k2", "i21_no_index", KIMI_NO_INDEX, 163586),
+            *_both("kimi_k2", "i21_name_in_body", KIMI_NAME_IN_BODY, 163586)],
+            number, "issue21:kimi_headerless", port)
+    if wanted("seed_oss"):
+        _tool_cases(qwen3_family.FORMAT, "seed_oss", [
+            *_both("seed_oss", "i21_required_json_list", SEED_LIST, IM_END,
+                   request={"tool_choice": "required"})],
+            number, "issue21:seed_oss_required", port)
