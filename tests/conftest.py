@@ -196,6 +196,15 @@ ISSUE_21: dict[str, frozenset[str]] = {
     "non-streaming answer does not)": frozenset({
         "2217-i21-plain-chat-stream-i21_stop_then_length-small",
         "2219-i21-plain-chat-stream-i21_stop_at_end_length-small"}),
+    "Gemma 4 with the thought channel opened by the prompt (vLLM: reasoning up to "
+    "<channel|>)": frozenset({
+        "2222-i21-gemma4-chat-i21_prompt_opens_channel",
+        "2223-i21-gemma4-chat-stream-i21_prompt_opens_channel-small",
+        "2224-i21-gemma4-chat-i21_prompt_opens_channel_call",
+        "2225-i21-gemma4-chat-stream-i21_prompt_opens_channel_call-small"}),
+    "Kimi K2 call with an empty header (vLLM: a call, the whole body its arguments)":
+        frozenset({"2230-i21-kimi_k2-chat-i21_name_in_body",
+                   "2231-i21-kimi_k2-chat-stream-i21_name_in_body-small"}),
 }
 """Issue 21's recordings (2000-2299) derender does not match yet, by subject: the names of the
 cases (docs/recording/dropin.md says what vLLM does in each)."""
