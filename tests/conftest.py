@@ -223,6 +223,15 @@ def pending_reason(case: dict[str, Any]) -> str | None:
     return None
 
 
+def state_token(state: Any) -> str:
+    """The signed token inside a ``stream_state`` answered in the (default) object form
+    ``{"prev_tokens": ["derender:<token>"]}``; fails on anything else."""
+    assert isinstance(state, dict) and list(state) == ["prev_tokens"], state
+    (entry,) = state["prev_tokens"]
+    assert isinstance(entry, str) and entry.startswith("derender:"), state
+    return entry.removeprefix("derender:")
+
+
 def load_case(path: Path) -> dict[str, Any]:
     data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
     return data

@@ -431,7 +431,7 @@ def run_case(case: Case) -> CaseRun:
         call = (label, PATHS[case.route], stream_body(case, index, spans, states.get(index)))
         data = _ok(call, (yield call))
         chunks = data["chunks"] if "chunks" in data else [data["chunk"]]
-        if len(chunks) != len(spans) or not isinstance(data["stream_state"], str):
+        if len(chunks) != len(spans) or not isinstance(data["stream_state"], (dict, str)):
             raise MismatchError(f"{len(chunks)} chunks for {len(spans)} engine chunks")
         states[index] = data["stream_state"]
         for chunk in chunks:

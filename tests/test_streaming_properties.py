@@ -32,7 +32,7 @@ import derender.core.streaming as streaming_module
 from derender.app.main import create_app
 from derender.core.registry import ModelRegistry
 from derender.settings import Settings
-from tests.conftest import model_folder, require_model, tokenizer, vocabulary
+from tests.conftest import model_folder, require_model, state_token, tokenizer, vocabulary
 from tests.openai_types import check_openai_chunk
 
 MODELS = ("qwen3", "mistral-7b", "deepseek-v4", "gpt2", "llama3.1")
@@ -296,7 +296,7 @@ def stream(client: TestClient, name: str, route: str, request_id: str,
     for choice in choices:
         data = post(client, ROUTES[route],
                     stream_body(name, route, request_id, choice, prompt, fields, state))
-        assert isinstance(data["stream_state"], str)
+        assert state_token(data["stream_state"])
         state = data["stream_state"]
         chunks.append(data["chunk"])
     assert state is not None
