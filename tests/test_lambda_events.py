@@ -22,6 +22,8 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import state_token
+
 ROOT = Path(__file__).resolve().parent.parent
 EVENTS = ROOT / "events"
 LAYER_MODELS = ROOT / "layers" / "tokenizers"
@@ -239,7 +241,7 @@ def check_response(name: str, response: dict[str, Any], body: Any) -> None:
             assert body["choices"][0]["finish_reason"] == "length"
         case ChatChunk():
             assert set(body) == {"chunk", "stream_state"}
-            assert isinstance(body["stream_state"], str) and body["stream_state"]
+            assert state_token(body["stream_state"])
             chunk = body["chunk"]
             assert (chunk["object"], chunk["id"], chunk["model"]) == (
                 "chat.completion.chunk", expected.id, "qwen3")
@@ -249,7 +251,7 @@ def check_response(name: str, response: dict[str, Any], body: Any) -> None:
             assert chunk["choices"][0]["finish_reason"] is None
         case CompletionChunk():
             assert set(body) == {"chunk", "stream_state"}
-            assert isinstance(body["stream_state"], str) and body["stream_state"]
+            assert state_token(body["stream_state"])
             chunk = body["chunk"]
             assert (chunk["object"], chunk["id"], chunk["model"]) == (
                 "text_completion", expected.id, "qwen3")
@@ -334,7 +336,7 @@ def test_replay_command_prints_the_lambda_response() -> None:
     assert body["chunk"]["object"] == "text_completion"
     assert body["chunk"]["id"] == "evt-url-cmpl-stream"
     assert body["chunk"]["choices"][0]["text"] == THROUGH
-    assert isinstance(body["stream_state"], str)
+    assert state_token(body["stream_state"])
     # the handler's log line went to stderr, with the context's request id
     logs = [json.loads(line) for line in result.stderr.splitlines() if line.startswith("{")]
     assert [(log["aws_request_id"], log["status"]) for log in logs] == [("replay-req-1", 200)]

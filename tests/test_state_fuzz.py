@@ -47,7 +47,7 @@ from derender.core.state.stream import (
 from derender.core.state.token import KeyRing, sign, verify
 from derender.settings import Settings
 from tests import test_state_token
-from tests.conftest import LAYER_MODELS
+from tests.conftest import LAYER_MODELS, state_token
 from tests.test_state_token import (
     ALTERED,
     MAX_CHARS,
@@ -585,7 +585,7 @@ def _answered(client: TestClient, body: dict[str, Any], route: str) -> None:
     if response.status_code == 400:
         assert_envelope(response)
     else:
-        assert isinstance(response.json()["stream_state"], str)
+        assert state_token(response.json()["stream_state"])
 
 
 PATHS = ("chat", "completions", "parser")
