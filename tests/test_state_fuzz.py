@@ -180,7 +180,7 @@ def parser_body(state: Any = None, ids: list[int] | None = None,
 def _issue(client: TestClient, body: dict[str, Any], route: str = "chat") -> str:
     response = call(client, body, route)
     assert response.status_code == 200, response.text
-    token: str = response.json()["stream_state"]
+    token: str = state_token(response.json()["stream_state"])
     return token
 
 
@@ -544,7 +544,7 @@ def test_only_a_token_issued_for_the_stream_is_accepted(apps: dict[str, TestClie
             assert_refused(response, *expected)
             continue
         assert response.status_code == 200, (stream, source, response.text)
-        token = response.json()["stream_state"]
+        token = state_token(response.json()["stream_state"])
         issued.setdefault(stream, []).append(token)
         owner.setdefault(token, stream)
         assert owner[token] == stream  # a token is never issued for two streams
