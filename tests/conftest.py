@@ -29,11 +29,11 @@ from derender_testing.models import (
     tokenizer,
     vocabulary,
 )
-from derender_testing.recorded import FIXTURES, load_case, pending_reason
+from derender_testing.recorded import FIXTURES, load_case, pending_reason, state_token
 
 __all__ = ["FIXTURES", "LAYER_MODELS", "ROOT", "TEST_MODELS", "load_case", "model_folder",
-           "pending_reason", "reference", "require_model", "served_model", "tokenizer",
-           "vocabulary"]
+           "pending_reason", "reference", "require_model", "served_model", "state_token",
+           "tokenizer", "vocabulary"]
 """Names tests imported from here before they moved to ``derender_testing``: still importable
 from here while tests written against the old place are merged; new tests import them from
 ``derender_testing.models`` and ``derender_testing.recorded``."""

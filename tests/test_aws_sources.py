@@ -26,6 +26,7 @@ from derender.aws.models import MARKER, parse_s3_uri
 from derender.core.registry import ModelRegistry
 from derender.settings import Settings
 from derender_testing.models import TEST_MODELS
+from derender_testing.recorded import state_token
 from derender_testing.servers import LocalServer, ServerStartError, free_port
 
 COMPLETIONS = "/v1/completions/derender"
@@ -96,12 +97,13 @@ def _name(prefix: str) -> str:
     return f"{prefix}-{time.monotonic_ns()}"
 
 
-def key_id(token: str) -> str:
+def key_id(state: Any) -> str:
+    token = state_token(state)
     raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
     return raw[2:2 + raw[1]].decode("ascii")
 
 
-def stream_body(ids: list[int], state: str | None) -> dict[str, Any]:
+def stream_body(ids: list[int], state: Any) -> dict[str, Any]:
     body: dict[str, Any] = {
         "stream": True, "model": "gpt2", "completion_request": {"prompt": "hi"},
         "generate_chunk": {"request_id": "r1", "choices": [
@@ -117,7 +119,7 @@ def chat_body() -> dict[str, Any]:
                 {"index": 0, "token_ids": [HELLO, WORLD, BANG], "finish_reason": "stop"}]}}
 
 
-def stream(client: TestClient, ids: list[int], state: str | None) -> Any:
+def stream(client: TestClient, ids: list[int], state: Any) -> Any:
     return client.post(COMPLETIONS, json=stream_body(ids, state))
 
 

@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 
 from derender_testing.lambda_context import FakeLambdaContext
+from derender_testing.recorded import state_token
 
 ROOT = Path(__file__).resolve().parent.parent
 EVENTS = ROOT / "events"
@@ -93,8 +94,9 @@ AT_A_TIME = " one chunk at a time"  # 5 ids
 HI = "Hi there"  # 2 ids
 THROUGH = " through a function URL"  # 4 ids
 NOT_A_TOKEN = Error(400, "BadRequestError", None,
-                    "stream_state must be the token returned by the previous call of this "
-                    "stream (a string); omit it on the first call")
+                    "stream_state must be the state returned by the previous call of this "
+                    "stream (the object, or the string of earlier releases); omit it on the "
+                    "first call")
 BAD_ENCODING = Error(400, "BadRequestError", None,
                      "stream_state is not a valid token (bad encoding)")
 
@@ -222,7 +224,7 @@ def check_response(name: str, response: dict[str, Any], body: Any) -> None:
             assert body["choices"][0]["finish_reason"] == "length"
         case ChatChunk():
             assert set(body) == {"chunk", "stream_state"}
-            assert isinstance(body["stream_state"], str) and body["stream_state"]
+            assert state_token(body["stream_state"])
             chunk = body["chunk"]
             assert (chunk["object"], chunk["id"], chunk["model"]) == (
                 "chat.completion.chunk", expected.id, "qwen3")
@@ -232,7 +234,7 @@ def check_response(name: str, response: dict[str, Any], body: Any) -> None:
             assert chunk["choices"][0]["finish_reason"] is None
         case CompletionChunk():
             assert set(body) == {"chunk", "stream_state"}
-            assert isinstance(body["stream_state"], str) and body["stream_state"]
+            assert state_token(body["stream_state"])
             chunk = body["chunk"]
             assert (chunk["object"], chunk["id"], chunk["model"]) == (
                 "text_completion", expected.id, "qwen3")
@@ -317,7 +319,7 @@ def test_replay_command_prints_the_lambda_response() -> None:
     assert body["chunk"]["object"] == "text_completion"
     assert body["chunk"]["id"] == "evt-url-cmpl-stream"
     assert body["chunk"]["choices"][0]["text"] == THROUGH
-    assert isinstance(body["stream_state"], str)
+    assert state_token(body["stream_state"])
     # the handler's log line went to stderr, with the context's request id
     logs = [json.loads(line) for line in result.stderr.splitlines() if line.startswith("{")]
     assert [(log["aws_request_id"], log["status"]) for log in logs] == [("replay-req-1", 200)]

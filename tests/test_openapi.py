@@ -218,6 +218,10 @@ def test_recorded_answers_match_the_document(path: Path, client_for: Any,
     case = load_case(path)
     if (reason := pending_reason(case)) is not None:
         pytest.skip(reason)
+    method = case["calls"][0].get("method", "POST").lower()
+    if method not in document["paths"].get(case["endpoint"], {}):
+        pytest.skip("an unknown route or method (issue 21): FastAPI's 404/405 {detail}, as "
+                    "vLLM answers; outside the document")
     for response in _replay(case, client_for(case["model"], *parsers_of(case))):
         assert_documented(document, case["endpoint"], response)
 

@@ -27,6 +27,7 @@ import pytest
 from derender.core.parsers.formats import hermes
 from derender.core.parsers.primitives import MAX_LEADING_SPACE
 from derender_testing.models import tokenizer
+from derender_testing.recorded import state_token
 
 CHAT = "/v1/chat/completions/derender"
 QWEN, DEEPSEEK = "qwen3", "deepseek-v4"
@@ -543,7 +544,8 @@ def test_deepseek_r1_length_keeps_last_token(r1: Any) -> None:
 STATE_LIMIT = 600
 
 
-def _state_bytes(token: str) -> int:
+def _state_bytes(state: Any) -> int:
+    token = state_token(state)
     return len(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
 
 

@@ -47,6 +47,7 @@ from derender.core.state.stream import (
 from derender.core.state.token import KeyRing, sign, verify
 from derender.settings import Settings
 from derender_testing.models import LAYER_MODELS
+from derender_testing.recorded import state_token
 from tests import test_state_token
 from tests.test_state_token import (
     ALTERED,
@@ -180,7 +181,7 @@ def parser_body(state: Any = None, ids: list[int] | None = None,
 def _issue(client: TestClient, body: dict[str, Any], route: str = "chat") -> str:
     response = call(client, body, route)
     assert response.status_code == 200, response.text
-    token: str = response.json()["stream_state"]
+    token: str = state_token(response.json()["stream_state"])
     return token
 
 
@@ -544,7 +545,7 @@ def test_only_a_token_issued_for_the_stream_is_accepted(apps: dict[str, TestClie
             assert_refused(response, *expected)
             continue
         assert response.status_code == 200, (stream, source, response.text)
-        token = response.json()["stream_state"]
+        token = state_token(response.json()["stream_state"])
         issued.setdefault(stream, []).append(token)
         owner.setdefault(token, stream)
         assert owner[token] == stream  # a token is never issued for two streams
@@ -585,7 +586,7 @@ def _answered(client: TestClient, body: dict[str, Any], route: str) -> None:
     if response.status_code == 400:
         assert_envelope(response)
     else:
-        assert isinstance(response.json()["stream_state"], str)
+        assert state_token(response.json()["stream_state"])
 
 
 PATHS = ("chat", "completions", "parser")

@@ -34,6 +34,7 @@ from derender.core.registry import ModelRegistry
 from derender.settings import Settings
 from derender_testing.models import model_folder, require_model, tokenizer, vocabulary
 from derender_testing.openai_types import check_openai_chunk
+from derender_testing.recorded import state_token
 
 MODELS = ("qwen3", "mistral-7b", "deepseek-v4", "gpt2", "llama3.1")
 CHAT = "/v1/chat/completions/derender"
@@ -296,7 +297,7 @@ def stream(client: TestClient, name: str, route: str, request_id: str,
     for choice in choices:
         data = post(client, ROUTES[route],
                     stream_body(name, route, request_id, choice, prompt, fields, state))
-        assert isinstance(data["stream_state"], str)
+        assert state_token(data["stream_state"])
         state = data["stream_state"]
         chunks.append(data["chunk"])
     assert state is not None

@@ -81,6 +81,10 @@ from derender.settings import MAX_BATCH_CHUNKS
 
 JSON = dict[str, Any]
 Route = DerenderRoute
+State = JSON | str
+"""A ``stream_state`` as the service answers it: a JSON object (``DERENDER_STATE_FORM=object``,
+the default, as vLLM 0.33 types it) or the bare string of earlier releases; sent back as it
+came."""
 Item = JSON | str | bytes
 
 PATHS: dict[Route, str] = {name: route.path for name, route in routes.DERENDER.items()}
@@ -264,7 +268,7 @@ class StreamSession:
     request: JSON | None = None
     """The ``chat_request`` / ``completion_request`` from render."""
 
-    def body(self, chunks: list[JSON], state: str | None) -> JSON:
+    def body(self, chunks: list[JSON], state: State | None) -> JSON:
         """The call for ``chunks`` (consecutive chunks of one choice) continuing ``state``."""
         body: JSON = {"stream": True, "model": self.model,
                       "prompt_token_ids": self.prompt_token_ids,
@@ -288,7 +292,7 @@ def _envelope(raw: bytes) -> JSON:
     return error if isinstance(error, dict) else {"message": str(data)[:500]}
 
 
-def _answer(raw: bytes, count: int) -> tuple[list[JSON], str] | None:
+def _answer(raw: bytes, count: int) -> tuple[list[JSON], State] | None:
     """The chunks and state of a 200 answer to ``count`` chunks; None when the body cannot
     be read (cut short or not JSON: retried)."""
     try:
@@ -298,7 +302,7 @@ def _answer(raw: bytes, count: int) -> tuple[list[JSON], str] | None:
     chunks = data.get("chunks", [data.get("chunk")]) if isinstance(data, dict) else None
     state = data.get("stream_state") if isinstance(data, dict) else None
     if (not isinstance(chunks, list) or len(chunks) != count
-            or not all(isinstance(c, dict) for c in chunks) or not isinstance(state, str)):
+            or not all(isinstance(c, dict) for c in chunks) or not isinstance(state, (dict, str))):
         raise DerenderError(200, {"type": "UnexpectedAnswer", "message":
                                   f"expected {count} chunk(s) and a stream_state, got "
                                   f"{raw[:300].decode('utf-8', 'replace')}"})
@@ -358,7 +362,7 @@ def _options(max_batch: int, max_delay_ms: float | None, retry: RetryPolicy | No
 
 
 async def post_with_retries(send: Send, content: bytes, count: int, policy: RetryPolicy,
-                            rng: random.Random, timeout: float) -> tuple[list[JSON], str]:
+                            rng: random.Random, timeout: float) -> tuple[list[JSON], State]:
     """One call (``count`` chunks), retried per ``policy`` with the same ``content``."""
     loop = asyncio.get_running_loop()
     end = None if policy.deadline is None else loop.time() + policy.deadline
@@ -424,7 +428,7 @@ class _Lane:
 
     index: int
     queue: deque[_Queued] = field(default_factory=deque)
-    state: str | None = None
+    state: State | None = None
     more: asyncio.Event = field(default_factory=asyncio.Event)
 
 

@@ -24,6 +24,8 @@ MODELS_S3_URI = "DERENDER_MODELS_S3_URI"
 MODELS_CACHE_DIR = "DERENDER_MODELS_CACHE_DIR"
 STATE_TTL_SECONDS = "DERENDER_STATE_TTL_SECONDS"
 MAX_STATE_CHARS = "DERENDER_MAX_STATE_CHARS"
+STATE_FORM = "DERENDER_STATE_FORM"
+STATE_FORMS = ("object", "string")
 MAX_STOP_STRINGS = "DERENDER_MAX_STOP_STRINGS"
 MAX_STOP_STRING_CHARS = "DERENDER_MAX_STOP_STRING_CHARS"
 MAX_TOOLS = "DERENDER_MAX_TOOLS"
@@ -89,6 +91,10 @@ class Settings:
     state the service issues: with every holdback at its bound in 4-byte characters (a
     511-character stop-string prefix and any parser's holdbacks at once) a state is at most
     9,611 characters (gemma4; ``tests/test_state_bounds.py`` for every parser)."""
+    state_form: str = "object"
+    """How ``stream_state`` is answered: ``object`` (a JSON object, as vLLM 0.33 types it) or
+    ``string`` (the bare token of earlier releases, for clients that still type it a string).
+    Both forms are accepted back whatever this says."""
     max_stop_strings: int = 4
     """Most stop strings in the embedded request's ``stop`` (vLLM's ``VLLM_MAX_STOP_STRINGS``);
     must be at least what the render step accepts."""
@@ -130,6 +136,9 @@ class Settings:
     (``derender serve --served-model-name/--max-model-len/--*-parser``)."""
 
     def __post_init__(self) -> None:
+        if self.state_form not in STATE_FORMS:
+            raise ValueError(f"{STATE_FORM} must be one of {', '.join(STATE_FORMS)}, "
+                             f"not {self.state_form!r}")
         sources = [name for name, value in ((SIGNING_KEYS, self.signing_keys),
                                             (SIGNING_KEYS_SSM_PARAMETER,
                                              self.signing_keys_ssm_parameter),
@@ -163,6 +172,7 @@ class Settings:
             models_cache_dir=Path(env.get(MODELS_CACHE_DIR) or DEFAULT_MODELS_CACHE),
             state_ttl_seconds=_int(env, STATE_TTL_SECONDS, cls.state_ttl_seconds),
             max_state_chars=_int(env, MAX_STATE_CHARS, cls.max_state_chars),
+            state_form=env.get(STATE_FORM) or cls.state_form,
             max_stop_strings=_int(env, MAX_STOP_STRINGS, cls.max_stop_strings),
             max_stop_string_chars=_int(env, MAX_STOP_STRING_CHARS, cls.max_stop_string_chars),
             max_tools=_int(env, MAX_TOOLS, cls.max_tools),

@@ -321,7 +321,7 @@ def oracle_body(case: Case) -> JSON:
     return body
 
 
-def stream_body(case: Case, index: int, spans: list[tuple[int, int]], state: str | None
+def stream_body(case: Case, index: int, spans: list[tuple[int, int]], state: JSON | str | None
                 ) -> JSON:
     choice = case.choices[index]
     chunks = [{"request_id": case.request_id,
@@ -428,13 +428,13 @@ def run_case(case: Case) -> CaseRun:
     if not case.stream:
         return 0
     folds = [Fold(case.route, i) for i in range(len(case.choices))]
-    states: dict[int, str] = {}
+    states: dict[int, JSON | str] = {}
     for index, spans in case.plan:
         label = f"{case.label} {'batch' if len(spans) > 1 else 'chunk'}"
         call = (label, PATHS[case.route], stream_body(case, index, spans, states.get(index)))
         data = _ok(call, (yield call))
         chunks = data["chunks"] if "chunks" in data else [data["chunk"]]
-        if len(chunks) != len(spans) or not isinstance(data["stream_state"], str):
+        if len(chunks) != len(spans) or not isinstance(data["stream_state"], (dict, str)):
             raise MismatchError(f"{len(chunks)} chunks for {len(spans)} engine chunks")
         states[index] = data["stream_state"]
         for chunk in chunks:

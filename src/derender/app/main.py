@@ -46,7 +46,7 @@ from derender.core.chat import derender_chat, derender_chat_stream
 from derender.core.completions import derender_completion, derender_completion_stream
 from derender.core.registry import DECODE_SPEC, ORIGINALS, ModelRegistry, ServedModel
 from derender.core.state.stream import StreamState, decode_state, encode_state
-from derender.core.state.token import KeyRing, sign, verify
+from derender.core.state.token import KeyRing, as_state, sign, verify
 from derender.core.streaming import abandoned, stream_chunks
 from derender.settings import MAX_BODY_BYTES, SIGNING_KEYS, Settings
 
@@ -272,7 +272,7 @@ def create_app(settings: Settings | None = None, registry: ModelRegistry | None 
                      run_stream: Callable[[Any, ServedModel, StreamState | None, int,
                                            str | None],
                                           tuple[list[Chunk], StreamState]],
-                     answer: Callable[[list[Chunk], str, bool], Mapping[str, object]]
+                     answer: Callable[[list[Chunk], StreamStateToken, bool], Mapping[str, object]]
                      ) -> Response:
         if not _is_json(request):
             return json_response(media_type_error_body(), ErrorType.SCHEMA.status)
@@ -302,7 +302,7 @@ def create_app(settings: Settings | None = None, registry: ModelRegistry | None 
              run: Callable[[Any, ServedModel], Mapping[str, object]],
              run_stream: Callable[[Any, ServedModel, StreamState | None, int, str | None],
                                   tuple[list[Chunk], StreamState]],
-             answer: Callable[[list[Chunk], str, bool], Mapping[str, object]],
+             answer: Callable[[list[Chunk], StreamStateToken, bool], Mapping[str, object]],
              event: Any, facts: CallFacts,
              gone: Callable[[], bool] | None = None) -> Response:
         """A call's CPU work: parse, derender, sign and write the answer."""
@@ -339,7 +339,9 @@ def create_app(settings: Settings | None = None, registry: ModelRegistry | None 
             facts.tokens = sum(len(choice.token_ids or ()) for chunk in stream_chunks(body)
                                for choice in chunk.choices)
             token = sign(keys, encode_state(state))
-            return json_response(answer(chunks, token, isinstance(body, _BATCHES)))
+            carried: StreamStateToken = as_state(token) if settings.state_form == "object" \
+                else token
+            return json_response(answer(chunks, carried, isinstance(body, _BATCHES)))
         except SchemaError as exc:
             return json_response(schema_error_body(exc.errors), ErrorType.SCHEMA.status)
         except DerenderError as exc:

@@ -27,6 +27,7 @@ from pydantic.json_schema import JsonSchemaMode
 from derender.contract import requests as protocol
 from derender.contract import responses, routes
 from derender.contract.errors import ErrorResponse, ErrorType
+from derender.contract.responses import STATE_TOKEN_PATTERN, TOKEN_PATTERN
 
 JSON = dict[str, Any]
 REF = "#/components/schemas/{model}"
@@ -112,8 +113,12 @@ def _tighten_requests(schemas: dict[str, JSON]) -> None:
         properties = schema.get("properties", {})
         for field in ("token_ids", "prompt_token_ids", "token_id"):
             _integers(properties.get(field), minimum=0)  # a negative id is a 400
-        if "stream_state" in properties:  # anything but a token string is a 400
-            properties["stream_state"]["anyOf"] = [{"type": "string"}, {"type": "null"}]
+        if "stream_state" in properties:  # anything but a state of ours is a 400
+            properties["stream_state"]["anyOf"] = [
+                {"type": "object", "required": ["prev_tokens"], "properties": {"prev_tokens": {
+                    "type": "array", "minItems": 1, "maxItems": 1,
+                    "items": {"type": "string", "pattern": STATE_TOKEN_PATTERN}}}},
+                {"type": "string", "pattern": TOKEN_PATTERN}, {"type": "null"}]
         if name.startswith("Derender") and "generate_chunks" not in properties:
             # A body with `generate_chunks` is validated as the batch form, whatever else.
             schema["not"] = {"required": ["generate_chunks"]}

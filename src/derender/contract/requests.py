@@ -389,7 +389,8 @@ class _StreamFields(_Model):
     model: str | None = None
     """Served model name; null or empty selects the default model."""
     stream_state: Any = None
-    """Null on the first call, then the token the previous call returned (opaque)."""
+    """Null on the first call, then the state the previous call returned (opaque): the JSON
+    object (as vLLM 0.33 types it) or the bare string of earlier releases."""
     prompt_tokens: int | None = None
     """Overrides ``usage.prompt_tokens`` of a usage chunk."""
     prompt_token_ids: PromptIds = None

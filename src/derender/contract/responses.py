@@ -38,9 +38,26 @@ Metrics = Annotated[dict[str, Any], _shaped_as(GenerateMetrics)]
 """An engine ``metrics`` object echoed (``GenerateMetrics.model_dump()``, unknown keys kept)."""
 PromptLogprobEcho = Annotated[dict[str, Any], _shaped_as(PromptLogprob)]
 """One prompt position's logprob echoed (``PromptLogprob.model_dump()``)."""
-StreamStateToken = Annotated[str, Field(pattern=TOKEN_PATTERN)]
-"""The signed stream state as the answers carry it: an opaque token string. (vLLM types it
-as an object, ``DerenderStreamState``; changing ours is a change of this alias.)"""
+STATE_TOKEN_PATTERN = "^derender:[A-Za-z0-9_-]+$"
+"""An entry of the object form's ``prev_tokens``: ``derender:`` and the signed token."""
+
+
+@documented
+class StreamStateObject(TypedDict):
+    """The signed stream state as a JSON object: vLLM 0.33's ``DerenderStreamState`` shape,
+    opaque in content (``DERENDER_STATE_FORM=object``, the default). Sent back with the fields
+    vLLM's models add on dump (at their defaults) it is accepted too: only ``prev_tokens`` is
+    read."""
+
+    prev_tokens: Annotated[list[Annotated[str, Field(pattern=STATE_TOKEN_PATTERN)]],
+                           Field(min_length=1, max_length=1)]
+    """One entry: ``derender:`` and the signed token (URL-safe base64)."""
+
+
+StreamStateToken = StreamStateObject | Annotated[str, Field(pattern=TOKEN_PATTERN)]
+"""The signed stream state as the answers carry it: as vLLM 0.33 types it, a JSON object
+(``DerenderStreamState``), or the bare token string of earlier releases
+(``DERENDER_STATE_FORM=string``); either is sent back as it came."""
 
 
 # --------------------------------------------------------------------------- shared parts

@@ -8,6 +8,14 @@ The MAC covers everything before it and is checked, in constant time, before any
 payload is read. The payload is the state codec's compact binary encoding
 (``derender.core.state.stream``). A key ring verifies tokens signed by any of its keys and
 signs with its current one, so keys rotate without breaking streams in flight.
+
+On the wire the token travels as a JSON object, as vLLM 0.33 types ``stream_state``
+(``DerenderStreamState``): ``{"prev_tokens": ["derender:<token>"]}``. ``prev_tokens`` is the
+one field of vLLM's model that carries a string through its validation and dump unchanged
+(unknown fields are dropped there, and the other fields are numbers, flags or bounded lists),
+so a client that validates our answer with vLLM's own response models and sends back what they
+dump keeps its stream; the fields those models add at their defaults are ignored. The bare
+string form of earlier releases is still accepted (``token_of``).
 """
 
 from __future__ import annotations
@@ -19,15 +27,43 @@ import hmac
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from derender.core.errors import BadRequestError
+
+if TYPE_CHECKING:  # the response types cost milliseconds to import: for checking only
+    from derender.contract.responses import StreamStateObject
 
 VERSION = 1
 MAC_BYTES = 32
 _KEY_ID = re.compile(r"^[A-Za-z0-9_.-]{1,32}$")
 
-NOT_A_TOKEN = ("stream_state must be the token returned by the previous call of this stream "
-               "(a string); omit it on the first call")
+NOT_A_TOKEN = ("stream_state must be the state returned by the previous call of this stream "
+               "(the object, or the string of earlier releases); omit it on the first call")
+
+STATE_FIELD = "prev_tokens"
+"""The field of vLLM's ``DerenderStreamState`` the token travels in."""
+STATE_PREFIX = "derender:"
+"""Marks the token in ``STATE_FIELD`` (a vLLM state's window pieces never start with it)."""
+
+
+def as_state(token: str) -> StreamStateObject:
+    """The JSON object form of ``token``: what ``stream_state`` answers by default."""
+    return {"prev_tokens": [STATE_PREFIX + token]}
+
+
+def token_of(state: object) -> str:
+    """The token of a ``stream_state`` in either form (the object, or the bare string of
+    earlier releases); BadRequestError for anything else. Other fields of the object (those
+    vLLM's models add on dump) are ignored: the token alone is signed."""
+    if isinstance(state, str):
+        return state
+    if isinstance(state, dict):
+        entries = state.get(STATE_FIELD)
+        if (isinstance(entries, list) and len(entries) == 1 and isinstance(entries[0], str)
+                and entries[0].startswith(STATE_PREFIX)):
+            return entries[0][len(STATE_PREFIX):]
+    raise BadRequestError(NOT_A_TOKEN)
 
 
 @dataclass(frozen=True)
@@ -74,10 +110,10 @@ def sign(ring: KeyRing, payload: bytes) -> str:
     return base64.urlsafe_b64encode(head + mac).rstrip(b"=").decode("ascii")
 
 
-def verify(ring: KeyRing, token: object, max_chars: int) -> bytes:
-    """The payload of a token this ring signed; BadRequestError for anything else."""
-    if not isinstance(token, str):
-        raise BadRequestError(NOT_A_TOKEN)
+def verify(ring: KeyRing, state: object, max_chars: int) -> bytes:
+    """The payload of a token this ring signed, in either form (``token_of``);
+    BadRequestError for anything else."""
+    token = token_of(state)
     if len(token) > max_chars:
         raise BadRequestError(f"stream_state is {len(token)} characters, more than the "
                               f"{max_chars} allowed")
