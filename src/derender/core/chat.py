@@ -71,7 +71,7 @@ def chat_top_logprobs(request: ChatRequest | None) -> int | None:
 def parsed_message(parsing: parsers.ParserSettings, parsed: ParsedDelta, request_id: str,
                    index: int, message: ChatMessage) -> None:
     """Content, reasoning and tool calls of a whole parsed output into ``message`` (vLLM
-    §7.1 assembly)."""
+    docs/vllm-compat/api.md §7.1)."""
     calls: dict[int, list[str]] = {}
     ids: dict[int, str] = {}
     for delta in parsed.calls:
@@ -139,7 +139,8 @@ def derender_chat(body: DerenderChatRequest, model: ServedModel, max_n_sequences
                                 "reasoning": None}
         finish = choice.finish_reason or "stop"
         if parsing is not None:
-            # The parser sees only generate_response's prompt ids, as in vLLM (§7.1).
+            # The parser sees only generate_response's prompt ids, as in vLLM
+            # (docs/vllm-compat/api.md §7.1).
             start = parsers.start(parsing, vocab, response.prompt_token_ids)
             parsed, _ = parsers.step(parsing, start, vocab, text, ids, final=True)
             parsed_message(parsing, parsed, response.request_id, choice.index, message)

@@ -1,8 +1,8 @@
 """Engine logprobs (integer ids) to OpenAI logprobs (token strings and UTF-8 bytes).
 
-Each id is decoded on its own (vLLM §5.8). A character split over several byte tokens decodes
-to U+FFFD on its own; the *byte-fallback correction* decodes it again with up to four preceding
-sampled ids and keeps only what those add, so the character is reported whole on its last
+Each id is decoded on its own (docs/vllm-compat/api.md §5.8). A character split over several byte
+tokens decodes to U+FFFD on its own; the *byte-fallback correction* decodes it again with up to four
+preceding sampled ids and keeps only what those add, so the character is reported whole on its last
 token and the earlier ones report ``""``. The sampled ids of earlier chunks travel in the
 stream state as the context list.
 """

@@ -33,7 +33,8 @@ class DecodeSettings:
 
 def decode_settings(request: ChatRequest | CompletionRequest | None,
                     preserve_special: bool = False) -> DecodeSettings:
-    """vLLM §5.2: special tokens are skipped unless the request (or a parser) keeps them.
+    """docs/vllm-compat/api.md §5.2: special tokens are skipped unless the request (or a parser)
+    keeps them.
 
     ``spaces_between_special_tokens`` only matters where vLLM detokenizes with a slow
     tokenizer (a tiktoken folder keeping special tokens); a tokenizer loaded from
@@ -63,7 +64,7 @@ def sequence_text(
     reported: StopReason,
     settings: DecodeSettings,
 ) -> tuple[str, StopReason]:
-    """Text and stop_reason of a finished sequence (vLLM §5.5 then §5.6)."""
+    """Text and stop_reason of a finished sequence (docs/vllm-compat/api.md §5.5 then §5.6)."""
     stops = settings.stops
     kept, stop_reason = drop_stop_token(vocab, ids, finish_reason, reported, stops)
     head_len = max(stops.min_tokens, 0)

@@ -1,8 +1,8 @@
 """Stop handling: which trailing stop token leaves the text, and where stop strings cut it.
 
 The engine already stopped; derender only reproduces what the coupled server would have shown:
-the stop token that ended generation is dropped from the text (vLLM §5.5) and the text is cut
-at the earliest-ending stop string (vLLM §5.6).
+the stop token that ended generation is dropped from the text (docs/vllm-compat/api.md §5.5) and the
+text is cut at the earliest-ending stop string (docs/vllm-compat/api.md §5.6).
 
 On the parser path the text is marked (``Vocabulary.marked_by``: a single-token marker is one
 private-use stand-in, a private-use character the model wrote is escaped), while vLLM matches

@@ -1,5 +1,6 @@
 """Reasoning and tool-call parsing of chat output: reasoning first, then tool calls in what
-remains, each an incremental machine with plain-data state (vLLM §7, design §6).
+remains, each an incremental machine with plain-data state (docs/vllm-compat/api.md §7;
+docs/design.md, Parsers).
 
 Every format is a record of ``registry`` (``TOOL_RECORDS``, ``REASONING_RECORDS``) under
 vLLM's parser names: its tag, markers and policies, which this module reads, and where its
@@ -186,7 +187,7 @@ class ParserSettings:
 
     reasoning: ReasoningFormat | None
     thinking: bool
-    """``enable_thinking`` from the template kwargs (vLLM §7.2)."""
+    """``enable_thinking`` from the template kwargs (docs/vllm-compat/api.md §7.2)."""
     tool_format: str | None
     """The tool-call format parsing the output; None when tool calls are not parsed (no tool
     parser, no ``tools``, or ``tool_choice`` "none" unless its record's ``under_none``)."""
@@ -404,7 +405,8 @@ def step(settings: ParserSettings, state: ParserState, vocab: Vocabulary, text: 
 
 
 def _kept(settings: ParserSettings, calls: list[ToolCallDelta]) -> list[ToolCallDelta]:
-    """The calls the request keeps (vLLM §7.1: ``tool_choice``, ``parallel_tool_calls``)."""
+    """The calls the request keeps (docs/vllm-compat/api.md §7.1: ``tool_choice``,
+    ``parallel_tool_calls``)."""
     if not settings.keep_calls:
         return []
     if not settings.parallel:
@@ -459,7 +461,8 @@ def tool_call_id(request_id: str, choice_index: int, call_index: int,
 
 
 def finish_reason(settings: ParserSettings, finish: str | None, has_calls: bool) -> str | None:
-    """vLLM §5.7: a "stop" that produced tool calls is "tool_calls" (not for a named tool)."""
+    """docs/vllm-compat/api.md §5.7: a "stop" that produced tool calls is "tool_calls" (not
+    for a named tool)."""
     if finish == "stop" and has_calls and not settings.named:
         return "tool_calls"
     return finish

@@ -12,8 +12,8 @@ types it (``schema.coerce``: vLLM's ``coerce_to_schema_type``, applied as its
 ``ParserEngine._coerce_value`` does, nested objects and arrays included), so the argument
 fragments concatenate to exactly the JSON text of the non-streaming answer.
 
-One machine serves both modes (design §6): non-streaming is the whole output fed at once with
-``final``. Where vLLM's stream and message disagree we follow the message. Text that may
+One machine serves both modes (docs/design.md, Parsers): non-streaming is the whole output fed at
+once with ``final``. Where vLLM's stream and message disagree we follow the message. Text that may
 still become a terminal is held back, nothing else; a value is held until its end, at most
 ``MAX_VALUE`` characters (longer: a string, streamed as written); a name at most ``MAX_NAME``.
 Content follows vLLM's ``_events_to_delta``/``_strip_content_whitespace``: whitespace alone

@@ -1,7 +1,7 @@
 """What every tool-call format provides, so formats plug into the parser path alike.
 
-A format is one module holding one incremental machine (design §6): a start state, ``feed``
-(new text in; content, tool-call deltas and the next state out; ``final`` settles what was
+A format is one module holding one incremental machine (docs/design.md, Parsers): a start state,
+``feed`` (new text in; content, tool-call deltas and the next state out; ``final`` settles what was
 held back) and the compact encoding of its state. Streaming feeds each chunk's text,
 non-streaming feeds the whole text at once with ``final``, so the two always agree. A state
 is plain data of a type only its format uses, bounded whatever the output's length, and its

@@ -9,7 +9,7 @@ read them. Calls are wrapped in marker tokens, matched by id (``registry.MARKUP`
     deepseek_v31: <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>NAME<｜tool▁sep｜>{…}
                   <｜tool▁call▁end｜>… (no line break before the end marker)
 
-One machine for both modes (design §6), following vLLM's non-streaming reading:
+One machine for both modes (docs/design.md, Parsers), following vLLM's non-streaming reading:
 
 - before ``<｜tool▁calls▁begin｜>`` text is content (whitespace alone before it is not); output
   without it is all content, any other marker included;

@@ -21,8 +21,8 @@ or bare text up to ``,``, ``}`` or ``]`` (stripped); at the end of the body its 
 engine does (``schema.fix_value``, its ``_coerce_value``: ``coerce`` for strings; nested objects
 and arrays by their ``properties``/``items``); a key the schema does not know stays a string.
 
-One O(delta) machine serves both modes (design §6). A ``<|"|>`` value whose parameter can
-only be a string streams as it arrives (holding back only whitespace and a ``}``/``)`` that
+One O(delta) machine serves both modes (docs/design.md, Parsers). A ``<|"|>`` value whose parameter
+can only be a string streams as it arrives (holding back only whitespace and a ``}``/``)`` that
 may close the body); any other value is held until it ends, at most ``MAX_VALUE``
 characters, then written typed; past that it streams as a string (README). Text before the
 first call is content, its trailing whitespace held back and dropped when a call follows;

@@ -5,8 +5,8 @@ separated by ``;`` or written as a JSON list.
 vLLM 0.33's reference (``Llama3JsonToolParser``) reads, without streaming, every ``{`` of the
 output as a JSON object, and returns calls only if each one is a call, dropping all other text;
 its streaming reads calls only when the output starts with ``{`` or ``<|python_tag|>``. This
-machine serves both modes alike (design §6), so it reads the calls wherever they are and keeps
-the state small:
+machine serves both modes alike (docs/design.md, Parsers), so it reads the calls wherever they are
+and keeps the state small:
 
 - before the first call, text is content; whitespace alone before a call is not (at most its
   last ``MAX_LEADING_SPACE`` characters: what comes before them is content, so the stream

@@ -8,7 +8,8 @@ whitespace there is dropped when calls follow), the name runs to ``[ARGS]`` or t
 ``{`` (which begins the arguments) and is stripped, the arguments run to the next
 ``[TOOL_CALLS]``; without streaming they are the first JSON value found there (text after it
 is dropped), the text itself when it is not JSON, and ``{}`` when there is none. This machine
-serves both modes alike (design §6) the way vLLM's non-streaming answer reads the output:
+serves both modes alike (docs/design.md, Parsers) the way vLLM's non-streaming answer reads the
+output:
 
 - before the first call, text is content; whitespace alone before a call is dropped (held
   up to ``MAX_LEADING_SPACE`` characters);

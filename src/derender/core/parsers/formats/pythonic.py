@@ -5,7 +5,7 @@ As vLLM 0.33's ``PythonicToolParser``: the output must begin with ``[`` directly
 first call's name and ``(``, then ``)`` or its first keyword directly followed by ``=`` (else it
 is all content); names are ``[a-zA-Z]\\w*``; arguments become a JSON object
 (``python_literals``); content is null when calls are read. One machine serves streaming
-and non-streaming (design §6):
+and non-streaming (docs/design.md, Parsers):
 
 - a call is held until its ``)`` and the ``,`` or ``]`` after it arrive, then returned whole,
   name and arguments; one longer than ``MAX_HELD`` characters returns its name and the

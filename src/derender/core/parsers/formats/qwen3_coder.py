@@ -19,9 +19,9 @@ null, integer, number, boolean, object/array as JSON, else the string, with JSON
 resort); a parameter the schema does not know stays a string. Text before the first call is
 content (whitespace around it dropped when calls are returned), text after it is dropped.
 
-One O(delta) machine serves both modes (design §6). The function name and a typed value are
-held until they end (at most ``MAX_NAME`` and ``MAX_VALUE`` characters); string values stream
-as written. The parameter's type is looked up once, when its name has been read. Where vLLM
+One O(delta) machine serves both modes (docs/design.md, Parsers). The function name and a typed
+value are held until they end (at most ``MAX_NAME`` and ``MAX_VALUE`` characters); string values
+stream as written. The parameter's type is looked up once, when its name has been read. Where vLLM
 cannot be followed without unbounded holdback we differ (README): a parameter cut off by the
 end of its call or of the output keeps the value read so far (vLLM drops it); a typed value
 longer than ``MAX_VALUE`` is a string; whitespace before the content that precedes a call
