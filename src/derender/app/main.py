@@ -17,13 +17,13 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from importlib import metadata
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from fastapi import FastAPI, Request
 from fastapi.responses import Response
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
+from derender import __version__
 from derender.app.errors import body_errors, media_type_error_body, schema_error_body
 from derender.app.keys import key_provider
 from derender.app.observability import CallFacts, Metrics, Observed, facts_of, refusal_reason
@@ -71,17 +71,9 @@ Body = TypeVar("Body", bound=BaseModel)
 Chunk = TypeVar("Chunk")
 
 
-def _version() -> str:
-    """The installed distribution's version (a checkout without metadata: "0+unknown")."""
-    try:
-        return metadata.version("derender")
-    except metadata.PackageNotFoundError:
-        return "0+unknown"
-
-
 log = logging.getLogger("derender")
 
-VERSION = _version()
+VERSION = __version__
 
 NON_FINITE = "Out of range float values are not JSON compliant"
 """vLLM's 400 for a float field given NaN or an infinity as a string ("NaN", "-inf",

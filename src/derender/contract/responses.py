@@ -506,7 +506,7 @@ class Version(TypedDict):
     """The service's version."""
 
     version: str
-    """The installed package's version (``0+unknown`` in a checkout without metadata)."""
+    """The package's version (``derender.__version__``, which ``pyproject.toml`` reads)."""
 
 
 @documented
