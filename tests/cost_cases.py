@@ -135,6 +135,9 @@ class _Vocab:
     def spelled(self, marker: str) -> str:
         return marker
 
+    def spellings(self, markup: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
+        return tuple((marker, marker) for marker in markup)
+
 
 def settings(reasoning_parser: str | None, tool_parser: str | None) -> ParserSettings:
     """The parser settings of a request with ``TOOLS`` and ``tool_choice`` "auto", thinking on
