@@ -306,7 +306,7 @@ def create_app(settings: Settings | None = None, registry: ModelRegistry | None 
             facts.model = model.info.name
             check_request_limits(getattr(body, "chat_request", None)
                                  or getattr(body, "completion_request", None), limits)
-            check_call_budget(body, settings.max_call_tokens)
+            check_call_budget(body, settings.max_call_tokens, model.info.max_model_len)
             if not body.stream:
                 whole = run(body, model)
                 facts.request_id = str(whole.get("id"))

@@ -188,12 +188,14 @@ def check_logprob_range(logprobs: GenerateLogProbs | None, vocab_size: int, wher
     check_token_range(ids, vocab_size, f"{where} logprobs")
 
 
-def call_work(body: object) -> int:
+def call_work(body: object, max_model_len: int | None = None) -> int:
     """The work a call asks for, in units the size of its engine payload tells before any of
     it is decoded: every output id, every logprob position and candidate, every prompt
     logprob candidate, over all its responses, choices and chunks. Decoding, parsing and
     logprobs cost a bounded time per unit (the parsers are linear in their text: issue 22,
-    ``tests/test_cost_linear.py``), so the units bound the call's time."""
+    ``tests/test_cost_linear.py``), so the units bound the call's time. With
+    ``max_model_len``, a choice's ids and positions count up to it: more is refused by the
+    model's own bound (vLLM's message) before anything is decoded."""
     responses: list[GenerateTokensResponse | GenerateTokensStreamResponse] = []
     for name in ("generate_response", "generate_chunk"):
         one = getattr(body, name, None)
@@ -204,20 +206,22 @@ def call_work(body: object) -> int:
     units = 0
     for response in responses:
         for choice in response.choices:
-            units += len(choice.token_ids or ())
+            units += len((choice.token_ids or [])[:max_model_len])
             logprobs = choice.logprobs
             if logprobs is not None and logprobs.content:
-                units += sum(1 + len(entry.top_logprobs) for entry in logprobs.content)
+                units += sum(1 + len(entry.top_logprobs)
+                             for entry in logprobs.content[:max_model_len])
         prompt_logprobs = getattr(response, "prompt_logprobs", None)
         if prompt_logprobs:
-            units += sum(len(entry) for entry in prompt_logprobs if entry)
+            units += sum(len(entry) for entry in prompt_logprobs[:max_model_len] if entry)
     return units
 
 
-def check_call_budget(body: object, max_call_tokens: int) -> None:
+def check_call_budget(body: object, max_call_tokens: int, max_model_len: int | None = None
+                      ) -> None:
     """Refuse a call whose work (``call_work``) passes the per-call budget, before any of it
     is done (README Limits: ``DERENDER_MAX_CALL_TOKENS``)."""
-    units = call_work(body)
+    units = call_work(body, max_model_len)
     if units > max_call_tokens:
         raise BadRequestError(
             f"the call carries {units} output ids and logprob candidates, more than the "
