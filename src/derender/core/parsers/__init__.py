@@ -34,6 +34,7 @@ from derender.core.parsers.registry import (
     Machine,
     Reads,
     ReasoningRecord,
+    Ref,
     Thinking,
     ToolRecord,
     WithoutTools,
@@ -91,32 +92,35 @@ def tag_of(name: str) -> int:
     return tag
 
 
+def _machine(ref: Ref | None, name: str, missing: str) -> Any:
+    """The object a record's ``ref`` names, imported on first use; ValueError naming the
+    format when the record has none."""
+    if ref is None:
+        raise ValueError(f"{name!r} {missing}")
+    return ref.load()
+
+
 @functools.cache
 def tool_format(name: str) -> ToolFormat[Any]:
     """A tool-call format's machine (its module imported on first use)."""
-    ref = TOOLS_BY_NAME[name].format
-    if ref is None:
-        raise ValueError(f"{name!r} has no tool-call machine of its own")
-    fmt: ToolFormat[Any] = ref.load()
+    fmt: ToolFormat[Any] = _machine(TOOLS_BY_NAME[name].format, name,
+                                    "has no tool-call machine of its own")
     return fmt
 
 
 @functools.cache
 def engine_config(name: str) -> EngineConfig:
     """An engine format's config (its module imported on first use)."""
-    ref = TOOLS_BY_NAME[name].config
-    if ref is None:
-        raise ValueError(f"{name!r} is not read by the parser engine")
-    config: EngineConfig = ref.load()
+    config: EngineConfig = _machine(TOOLS_BY_NAME[name].config, name,
+                                    "is not read by the parser engine")
     return config
 
 
 @functools.cache
 def reasoning_format(name: str) -> ReasoningFormat:
-    ref = REASONING_BY_NAME[name].format
-    if ref is None:
-        raise ValueError(f"{name!r} is not read by the reasoning machine")
-    fmt: ReasoningFormat = ref.load()
+    """A reasoning format's data for the reasoning machine (imported on first use)."""
+    fmt: ReasoningFormat = _machine(REASONING_BY_NAME[name].format, name,
+                                    "is not read by the reasoning machine")
     return fmt
 
 
