@@ -13,7 +13,7 @@ Our servers are started here (uvicorn, this interpreter), one per ``--server``
 for a before/after comparison), ``WORKERS`` uvicorn worker processes (default 1) and
 ``DERENDER_WORKER_THREADS`` THREADS (default: unset). vLLM is expected at ``--vllm-url``:
 
-    PEER_HOME=$VLLM_PEER /work/shared/peer/start.sh qwen3 8980
+    "$VLLM_PEER"/start.sh qwen3 8980
     python bench/concurrent_streams.py --vllm-url http://127.0.0.1:8980 \\
         --server before=/path/to/main/src --server after=src --server after-2w=src:2
 """

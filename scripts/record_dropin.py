@@ -31,7 +31,9 @@ import record_tool_fixtures as rtf
 sys.modules.setdefault("record_tool_fixtures", rtf)
 
 PEER_HOME = Path(os.environ.get("PEER_HOME", Path.home() / "vllm-peer"))
-START = Path(os.environ.get("VLLM_PEER", "/work/shared/peer")) / "start.sh"
+_PEER = os.environ.get("VLLM_PEER")
+"""The folder of the vLLM 0.33 peer kit's scripts (``install.sh``, ``start.sh``)."""
+START = Path(_PEER) / "start.sh" if _PEER else None
 
 TOOL_SERVERS: list[tuple[str, str, int]] = [
     # (module, server key, the case whose output is used)
@@ -54,6 +56,8 @@ MODES: list[tuple[str, bool, dict[str, Any]]] = [
 
 
 def start(model: str, port: int, flags: list[str]) -> int:
+    if START is None:
+        sys.exit("set VLLM_PEER to the vLLM 0.33 peer kit's folder (its start.sh)")
     flags = list(flags)
     if "--served-model-name" in flags:
         at = flags.index("--served-model-name")

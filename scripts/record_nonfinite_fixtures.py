@@ -5,7 +5,7 @@ a prompt position's, the ``metrics``) given ``"NaN"``, ``"Infinity"``, ``"-inf"`
 ``"1e400"``, on both routes, streaming and not; and one body with a bare ``NaN`` literal.
 Needs a peer serving ``qwen3`` without parsers:
 
-    PEER_HOME=$VLLM_PEER /work/shared/peer/start.sh qwen3 8980
+    "$VLLM_PEER"/start.sh qwen3 8980
     python scripts/record_nonfinite_fixtures.py --port 8980
 """
 
