@@ -35,8 +35,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from derender_testing.recorded import case_paths, load_case
+
 ROOT = Path(__file__).resolve().parent.parent
-FIXTURES = ROOT / "tests" / "fixtures" / "vllm-0.33"
+
 LAYER_MODELS = ROOT / "layers" / "tokenizers"
 CHAT = "/v1/chat/completions/derender"
 COMPLETIONS = "/v1/completions/derender"
@@ -57,8 +59,8 @@ def seeds(route: str) -> tuple[list[Any], list[Any]]:
     found: list[Any] = []
     others: list[Any] = []
     seen: set[str] = set()
-    for file in sorted(FIXTURES.glob("*.json")):
-        case = json.loads(file.read_text(encoding="utf-8"))
+    for file in case_paths():
+        case = load_case(file)
         if case.get("endpoint") != route:
             continue
         for call in case.get("calls", []):

@@ -24,6 +24,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from derender_testing.recorded import write_case
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import record_tool_fixtures as rtf
@@ -110,8 +112,7 @@ def record_tools(port: int, only: list[str], first: int = 2000) -> None:
                 data = rtf.record(sub, c, number + offset, port, tokenizer)
                 data["features"] = sorted({*data["features"], "issue21:tools_absent"})
                 data["description"] += f" (issue 21; output of case {source})"
-                out = rtf.FIXTURES / f"{data['name']}.json"
-                out.write_text(rtf.layout(data), encoding="utf-8")
+                out = write_case(rtf.FIXTURES, data["name"], rtf.layout(data))
                 print(out.name, data["kind"], flush=True)
         finally:
             stop(pid)

@@ -21,6 +21,8 @@ import record_tool_fixtures as rtf
 from tokenizers import Tokenizer
 from tool_cases import gemma4, kimi, qwen3_family
 
+from derender_testing.recorded import write_case
+
 FIRST = 2200
 QWEN3 = rtf.ROOT / "layers" / "tokenizers" / "qwen3" / "tokenizer.json"
 PLAIN = rtf.Server("qwen3", ["--served-model-name", "qwen3"], "no parsers", "i21-plain", (), QWEN3)
@@ -28,8 +30,7 @@ IM_END = 151645
 
 
 def _write(data: dict[str, Any]) -> None:
-    out = rtf.FIXTURES / f"{data['name']}.json"
-    out.write_text(rtf.layout(data), encoding="utf-8")
+    out = write_case(rtf.FIXTURES, data["name"], rtf.layout(data))
     print(out.name, data["kind"], flush=True)
 
 

@@ -37,6 +37,8 @@ from typing import Any
 
 from tokenizers import Tokenizer
 
+from derender_testing.recorded import write_case
+
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures" / "vllm-0.33"
 DERENDER = "/v1/chat/completions/derender"
@@ -249,8 +251,7 @@ def main(argv: list[str] | None = None) -> None:
         if path not in tokenizers:
             tokenizers[path] = Tokenizer.from_file(str(path))
         case_json = record(fmt, case, number, ports[case.server], tokenizers[path])
-        out = args.into / f"{case_json['name']}.json"
-        out.write_text(layout(case_json), encoding="utf-8")
+        out = write_case(args.into, case_json["name"], layout(case_json))
         print(out.name, case_json["kind"], len(case_json["calls"]))
 
 

@@ -16,7 +16,7 @@ from derender.core import parsers
 from derender.core.parsers.registry import WithoutTools
 from derender.core.registry import load_vocabulary
 from derender_testing.models import model_folder
-from derender_testing.recorded import FIXTURES, load_case, recorded_chat
+from derender_testing.recorded import load_case, numbered, recorded_chat
 
 OPENERS = ("<tool_call>", "[TOOL_CALLS]", '{"name"', "[get_weather(", "<｜tool▁calls▁begin｜>")
 """How each format's calls begin in these outputs: still in vLLM's content = not parsed."""
@@ -53,7 +53,7 @@ def test_calls_parsed_without_tools_or_under_none_as_vllm(number: int) -> None:
 def test_empty_tools_are_refused_as_vllm_refuses_them(qwen: Any) -> None:
     # 1520 (and 1526, 1532, 1536, 1556): "`tools` must not be an empty array…", 400, before
     # any parsing, for every format.
-    case = load_case(next(FIXTURES.glob("1520-*.json")))
+    case = load_case(numbered(1520))
     call = case["calls"][0]
     response = qwen.post("/v1/chat/completions/derender", content=json.dumps(call["request"]),
                          headers={"content-type": "application/json"})

@@ -16,7 +16,7 @@ import derender.client as client_module
 from derender.client import DerenderError, astream_derender, parse_sse, stream_derender
 from derender_testing.models import ROOT
 from derender_testing.openai_types import check_openai_chunk
-from derender_testing.recorded import FIXTURES, load_case
+from derender_testing.recorded import case_path, load_case
 from tests.test_conformance import normalize
 
 CASES = ["047-chat-stream-one-basic-gpt2", "061-chat-stream-n2-mistral-7b",
@@ -44,7 +44,7 @@ def _expected(case: dict[str, Any]) -> list[Any]:
 
 @pytest.mark.parametrize("name", CASES)
 def test_sync_helper_replays_recorded_stream(name: str, client_for: Any) -> None:
-    case = load_case(FIXTURES / f"{name}.json")
+    case = load_case(case_path(name))
     client = client_for(case["model"])
     got = list(stream_derender(_engine_lines(case), base_url="http://test", client=client,
                                **_session_fields(case)))
@@ -55,7 +55,7 @@ def test_sync_helper_replays_recorded_stream(name: str, client_for: Any) -> None
 
 @pytest.mark.parametrize("name", CASES)
 def test_async_helper_replays_recorded_stream(name: str, client_for: Any) -> None:
-    case = load_case(FIXTURES / f"{name}.json")
+    case = load_case(case_path(name))
     app = client_for(case["model"]).app
 
     async def run() -> list[dict[str, Any]]:

@@ -19,7 +19,16 @@ import pytest
 from derender.core.state.token import NOT_A_TOKEN
 from derender.settings import Settings
 from derender_testing.openai_types import check_openai_body, check_openai_chunk
-from derender_testing.recorded import FIXTURES, NOT_MATCHED_YET, load_case, pending_reason
+from derender_testing.recorded import (
+    FIXTURES,
+    NOT_MATCHED_YET,
+    case_name,
+    case_path,
+    case_paths,
+    load_case,
+    numbered,
+    pending_reason,
+)
 
 # case name -> (status, error type, message start) of the call where we deliberately differ
 # (README, Compatibility with vLLM 0.33); calls before it in a stream must still match vLLM.
@@ -59,7 +68,7 @@ SUPPORTED_BEYOND_VLLM = {"116-error-stream_stop_strings-deepseek-v3",
 # compatibility table). Their requests are not stored (tens of MB): rebuilt here.
 BODY_LIMIT = {"2214-i21-plain-edge-big_token_ids", "2215-i21-plain-edge-big_logprobs"}
 
-CASES = sorted(FIXTURES.glob("*.json"))
+CASES = case_paths()
 
 
 _pending_reason = pending_reason
@@ -275,8 +284,7 @@ MESSAGE_REASONING = {"1213-gemma4-chat-stray_channel_end": None}
 
 def _case_name(number: int) -> str:
     """A recorded case's name from its number."""
-    (path,) = FIXTURES.glob(f"{number:03d}-*.json")
-    return path.stem
+    return case_name(numbered(number))
 
 
 # The Qwen3-grammar family and aliases (docs/vllm-compat/qwen3_family.md, README compatibility):
@@ -390,7 +398,7 @@ def _check_parser_stream(case: dict[str, Any], ours: list[Any], theirs: list[Any
     elif quirk == "eos-leak":
         expected["content"] = expected["content"].replace("<|im_end|>", "")
     elif quirk == "r1-closed-prompt":
-        message = load_case(FIXTURES / "095-r1-chat-explicit_think.json")[
+        message = load_case(case_path("095-r1-chat-explicit_think"))[
             "calls"][0]["response"]["choices"][0]["message"]
         expected["content"], expected["reasoning"] = message["content"], message["reasoning"]
     got = _aggregate(ours)
@@ -401,7 +409,7 @@ def _check_parser_stream(case: dict[str, Any], ours: list[Any], theirs: list[Any
 def _recorded_message(name: str) -> dict[str, Any]:
     """A non-streaming case's recorded choice, with our MESSAGE_DIFFERENCES applied."""
     choice: dict[str, Any] = copy.deepcopy(
-        load_case(FIXTURES / f"{name}.json")["calls"][0]["response"]["choices"][0])
+        load_case(case_path(name))["calls"][0]["response"]["choices"][0])
     difference = MESSAGE_DIFFERENCES.get(name)
     if difference is not None:
         content, calls, finish = difference
@@ -500,7 +508,7 @@ def _check_deviation(name: str, response: Any) -> None:
     assert got["error"]["code"] == status
 
 
-@pytest.mark.parametrize("path", CASES, ids=[p.stem for p in CASES])
+@pytest.mark.parametrize("path", CASES, ids=[case_name(p) for p in CASES])
 def test_replay(path: Path, client_for: Any) -> None:
     case = load_case(path)
     reason = _pending_reason(case)
@@ -552,7 +560,7 @@ def test_a_body_vllm_parses_is_over_our_limit(name: str, client_for: Any) -> Non
     """vLLM has no body limit: it parses 1,000,000 ids or logprob entries and refuses them
     naming ``max_model_len``. derender answers the same under its body limit (the ids: 7 MB)
     and 413 before parsing over it (the logprobs: 45 MB > DERENDER_MAX_BODY_BYTES)."""
-    case = load_case(FIXTURES / f"{name}.json")
+    case = load_case(case_path(name))
     call = case["calls"][0]
     assert call["status"] == 400 and "exceeds max_model_len" in call["response"]["error"][
         "message"]
@@ -598,11 +606,11 @@ def test_every_case_is_accounted_for() -> None:
     assert len(CASES) == 1226 + len(edge_cases) + len(dropin) + len(markup_glm5) \
         + len(non_finite)
     replayed = [p for p in CASES if _pending_reason(load_case(p)) is None]
-    names = {p.stem for p in replayed}
+    names = {case_name(p) for p in replayed}
     assert set(DEVIATIONS) <= names
     assert names >= SUPPORTED_BEYOND_VLLM | set(STREAM_QUIRKS) | set(MESSAGE_DIFFERENCES)
     assert names >= set(STREAM_AS_MESSAGE) | set(STREAM_AS_MESSAGE.values())
     assert names >= set(ID_LESS_FINISH_STOP_REASON) | BODY_LIMIT
     # nothing pending but the drop-in cases not matched yet, each of which was recorded
-    pending = {p.stem for p in CASES} - names
+    pending = {case_name(p) for p in CASES} - names
     assert pending == set().union(*NOT_MATCHED_YET.values()), pending

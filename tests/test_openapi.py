@@ -25,14 +25,14 @@ from derender.app.main import create_app
 from derender.contract import requests as protocol
 from derender.settings import Settings
 from derender_testing.models import LAYER_MODELS, ROOT
-from derender_testing.recorded import FIXTURES, load_case, pending_reason
+from derender_testing.recorded import case_name, case_paths, load_case, pending_reason
 from tests.test_conformance import parsers_of, replayed_call, send_call
 
 CHAT = "/v1/chat/completions/derender"
 COMPLETIONS = "/v1/completions/derender"
 JSON_HEADERS = {"content-type": "application/json"}
 STATUSES = {"200", "400", "404", "413", "499", "500", "503"}
-CASES = sorted(FIXTURES.glob("*.json"))
+CASES = case_paths()
 
 BODIES = {
     CHAT: ("ChatDerenderBody", ["DerenderChatRequest", "DerenderChatStreamRequest",
@@ -212,7 +212,7 @@ def _replay(case: dict[str, Any], client: TestClient) -> list[Any]:
     return answers
 
 
-@pytest.mark.parametrize("path", CASES, ids=[p.stem for p in CASES])
+@pytest.mark.parametrize("path", CASES, ids=[case_name(p) for p in CASES])
 def test_recorded_answers_match_the_document(path: Path, client_for: Any,
                                              document: dict[str, Any]) -> None:
     case = load_case(path)
@@ -227,13 +227,13 @@ def test_recorded_answers_match_the_document(path: Path, client_for: Any,
 
 
 STREAM_CASES = [p for p in CASES  # single streams answered 200 throughout
-                if (c := load_case(p))["kind"] == "stream" and "-error-" not in p.stem
+                if (c := load_case(p))["kind"] == "stream" and "-error-" not in case_name(p)
                 and not c.get("state_tampered") and pending_reason(c) is None
                 and all(call.get("chain", 0) == 0 and call["status"] == 200
                         for call in c["calls"])]
 
 
-@pytest.mark.parametrize("path", STREAM_CASES, ids=[p.stem for p in STREAM_CASES])
+@pytest.mark.parametrize("path", STREAM_CASES, ids=[case_name(p) for p in STREAM_CASES])
 def test_batched_streams_match_the_document(path: Path, client_for: Any,
                                             document: dict[str, Any]) -> None:
     """Each recorded stream sent as one ``generate_chunks`` call (our batch form)."""

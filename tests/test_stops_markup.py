@@ -29,7 +29,8 @@ from derender.core.decoding.stops import (
 )
 from derender.core.decoding.vocab import LITERAL, STAND_IN, restore_table
 from derender.core.parsers.registry import MARKUP
-from tests.conftest import FIXTURES, load_case
+from derender_testing.recorded import case_paths
+from tests.conftest import load_case
 from tests.test_conformance import _aggregate, _message_fold
 
 TABLE = restore_table(MARKUP)
@@ -40,7 +41,7 @@ def restore(text: str) -> str:
     return _restore(text, TABLE)
 
 
-CASES = sorted(FIXTURES.glob("23??-stops_markup-*.json"))
+CASES = case_paths("23??-stops_markup-*")
 
 
 def test_the_recordings_are_there() -> None:

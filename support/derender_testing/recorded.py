@@ -1,7 +1,11 @@
-"""The recorded vLLM 0.33 answers (``tests/fixtures/vllm-0.33/NNNN-*.json``)."""
+"""The recorded vLLM 0.33 answers (``tests/fixtures/vllm-0.33/NNNN-*.json``, and from case
+3000 on ``NNNN-*.json.gz``: a streamed case repeats the request on every call, so a plain file
+of a long stream runs to megabytes that gzip shrinks about fiftyfold; the content is the same
+JSON either way)."""
 
 from __future__ import annotations
 
+import gzip
 import json
 from pathlib import Path
 from typing import Any
@@ -61,16 +65,54 @@ def state_token(state: Any) -> str:
     return token
 
 
+GZ = ".json.gz"
+
+
+def case_paths(pattern: str = "*") -> list[Path]:
+    """The recorded cases whose name matches ``pattern`` (a glob without the suffix), plain
+    and gzipped, in name order."""
+    paths = [*FIXTURES.glob(pattern + ".json"), *FIXTURES.glob(pattern + GZ)]
+    return sorted(paths, key=case_name)
+
+
+def case_name(path: Path) -> str:
+    """A case's name: its file name without ``.json`` or ``.json.gz``."""
+    name = path.name
+    return name.removesuffix(GZ) if name.endswith(GZ) else name.removesuffix(".json")
+
+
+def case_path(name: str) -> Path:
+    """The file of the case named ``name`` (plain or gzipped)."""
+    plain = FIXTURES / f"{name}.json"
+    return plain if plain.exists() else FIXTURES / f"{name}{GZ}"
+
+
+def numbered(number: int) -> Path:
+    """The file of the case numbered ``number`` (written with at least three digits)."""
+    (path,) = case_paths(f"{number:03d}-*")
+    return path
+
+
 def load_case(path: Path) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    raw = path.read_bytes()
+    if path.name.endswith(GZ):
+        raw = gzip.decompress(raw)
+    data: dict[str, Any] = json.loads(raw.decode("utf-8"))
     return data
+
+
+def write_case(into: Path, name: str, text: str) -> Path:
+    """Write a recorded case's JSON text as ``into/name.json.gz``, byte-for-byte reproducible
+    (no time or file name in the gzip header)."""
+    out = into / f"{name}{GZ}"
+    out.write_bytes(gzip.compress(text.encode("utf-8"), compresslevel=9, mtime=0))
+    return out
 
 
 def recorded_chat(number: int) -> dict[str, Any]:
     """The recorded non-streaming chat case ``number``: its output ids, message, request, the
     served model and the peer's flags."""
-    path = next(FIXTURES.glob(f"{number}-*.json"))
-    case = load_case(path)
+    case = load_case(numbered(number))
     call = case["calls"][0]
     ids = call["request"]["generate_response"]["choices"][0]["token_ids"]
     return {"model": case["model"], "ids": ids, "request": call["request"]["chat_request"],
