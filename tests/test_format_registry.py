@@ -9,7 +9,10 @@ format, checked at import, read by the policy code, loading only the machines th
 - The import-time checks refuse a clash and name both formats.
 - Every record's references load the object it names.
 - A process serving one model imports that model's format modules and no other.
-- The README's format table lists exactly the registry's parser names, each under its kind.
+- ``docs/formats.md``'s served table lists exactly the registry's parser names, each under its
+  kind; every served name is one vLLM 0.33 registers (``tests/fixtures/vllm-0.33-parsers.json``),
+  every other vLLM name is in its not-served table, and the counts it and the README give are
+  the registry's.
 - The policy code compares no format name: every name lives in the records.
 """
 
@@ -197,32 +200,63 @@ def test_only_the_served_formats_are_imported(reasoning: str, tool: str,
     assert engine == (tool in ("glm47", "deepseek_v32"))
 
 
-# --------------------------------------------------------------------------- the README
+# --------------------------------------------------------------------------- docs/formats.md
+
+FORMATS_DOC = ROOT / "docs" / "formats.md"
+VLLM = json.loads((ROOT / "tests/fixtures/vllm-0.33-parsers.json").read_text(encoding="utf-8"))
+NAME = r"`([a-z0-9_-]+)`"
 
 
-def _readme_rows() -> list[list[str]]:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = text.split("### Reasoning and tool calls", 1)[1].split("\n#", 1)[0]
-    rows = [line for line in section.splitlines() if line.startswith("| ")]
+def _rows(section: str) -> list[list[str]]:
+    text = FORMATS_DOC.read_text(encoding="utf-8")
+    body = text.split(f"## {section}\n", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in body.splitlines() if line.startswith("| ")]
     return [[cell.strip() for cell in re.split(r"(?<!\\)\|", row)[1:-1]] for row in rows[1:]]
 
 
-def test_the_readme_table_lists_the_registry() -> None:
+def _served() -> tuple[set[str], set[str]]:
     reasoning_names: set[str] = set()
     tool_names: set[str] = set()
-    for row in _readme_rows():
-        names = set(re.findall(r"`([a-z0-9_]+)`", row[1]))
+    for row in _rows("Served"):
+        names = set(re.findall(NAME, row[1]))
         kind = row[2]
         if "(reasoning)" in row[1] or "(tools)" in row[1]:  # gpt-oss: one of each
-            reasoning_names |= set(re.findall(r"`([a-z0-9_]+)` \(reasoning\)", row[1]))
-            tool_names |= set(re.findall(r"`([a-z0-9_]+)` \(tools\)", row[1]))
+            reasoning_names |= set(re.findall(NAME + r" \(reasoning\)", row[1]))
+            tool_names |= set(re.findall(NAME + r" \(tools\)", row[1]))
             continue
         if kind.startswith(("reasoning", "both")):
             reasoning_names |= names
         if kind.startswith(("tools", "both")):
             tool_names |= names
+    return reasoning_names, tool_names
+
+
+def test_the_format_table_lists_the_registry() -> None:
+    reasoning_names, tool_names = _served()
     assert reasoning_names == set(REASONING_BY_NAME)
     assert tool_names == set(TOOLS_BY_NAME)
+
+
+def test_every_served_name_is_vllms_and_every_other_is_listed_as_not_served() -> None:
+    assert len(VLLM["tool"]) == 58 and len(VLLM["reasoning"]) == 42
+    assert set(TOOLS_BY_NAME) <= set(VLLM["tool"])
+    assert set(REASONING_BY_NAME) <= set(VLLM["reasoning"])
+    listed: dict[str, set[str]] = {"tools": set(), "reasoning": set()}
+    for row in _rows("Not served yet"):
+        (name,) = re.findall(NAME, row[0])
+        listed[row[1]].add(name)
+    assert listed["tools"] == set(VLLM["tool"]) - set(TOOLS_BY_NAME)
+    assert listed["reasoning"] == set(VLLM["reasoning"]) - set(REASONING_BY_NAME)
+
+
+def test_the_counts_said_are_the_registrys() -> None:
+    tools, reasoning = len(TOOLS_BY_NAME), len(REASONING_BY_NAME)
+    doc = " ".join(FORMATS_DOC.read_text(encoding="utf-8").split())
+    assert (f"derender serves {tools} of the tool-call names and {reasoning} of the reasoning "
+            "names") in doc
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    assert (f"derender serves {tools} of vLLM 0.33's 58 tool-call parser names and {reasoning} "
+            "of its 42 reasoning parser names") in readme
 
 
 # --------------------------------------------------------------------------- no names in policy
