@@ -56,8 +56,13 @@ lint: $(READY)
 typecheck: $(READY)
 	$(BIN)/mypy src functions support/derender_testing
 
+# The suite runs on every core (pytest-xdist; tests/conftest.py groups a module's tests on one
+# worker, the largest modules split), then the timing tests (marker `serial`: cost ratios,
+# responsiveness, load) run alone, so no other test skews what they measure.
+TEST_WORKERS ?= auto
 unit: $(READY) $(LLAMA_TOKENIZER) $(MINIMAX_TOKENIZER) $(GEMMA_TOKENIZER)
-	$(BIN)/pytest
+	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadgroup -m "not serial"
+	$(BIN)/pytest -p no:xdist -m serial
 
 ## Property tests with random draws and ten times the examples (`make test` derandomizes
 ## them: the same examples every run, so CI cannot fail at random).

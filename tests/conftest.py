@@ -23,6 +23,7 @@ from derender_testing.models import (
     ROOT,
     TEST_MODELS,
     model_folder,
+    prepare_all,
     reference,
     require_model,
     served_model,
@@ -39,6 +40,34 @@ from here while tests written against the old place are merged; new tests import
 ``derender_testing.models`` and ``derender_testing.recorded``."""
 
 Parsers = tuple[str | None, str | None]
+
+
+SPLIT = {"test_conformance": 6, "test_openapi": 3, "test_schema_fuzz": 2, "test_tool_formats": 2}
+"""Modules whose tests are spread over this many worker groups (the largest ones); every
+other module's tests run together on one worker, so that its module fixtures are built once."""
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Group tests for pytest-xdist's ``loadgroup`` distribution (``make test``): a module per
+    group, the largest modules split in a few interleaved groups. Nothing without xdist."""
+    if not config.pluginmanager.hasplugin("xdist") or config.getoption("dist", "no") == "no":
+        return
+    seen: dict[str, int] = {}
+    for item in items:
+        module = item.module.__name__.rsplit(".", 1)[-1] if isinstance(
+            item, pytest.Function) else item.nodeid
+        parts = SPLIT.get(module, 1)
+        index = seen.get(module, 0)
+        seen[module] = index + 1
+        group = module if parts == 1 else f"{module}-{index % parts}"
+        item.add_marker(pytest.mark.xdist_group(group))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The derived test models are made once, in the process that starts the test workers
+    (``make test`` runs pytest-xdist), not by every worker at once."""
+    if not hasattr(config, "workerinput"):
+        prepare_all()
 
 
 @functools.cache

@@ -22,6 +22,8 @@ from derender.core.parsers.registry import REASONING_RECORDS, TOOL_RECORDS, Mach
 from tests import cost_cases
 from tests.cost_cases import PAIRS, pairing_name
 
+pytestmark = pytest.mark.serial  # timing: run alone, after the parallel phase (`make test`)
+
 WHOLE_SIZES = (2000, 8000, 32000)
 STREAM_SIZES = (500, 2000, 8000)
 LIMIT = 2.5

@@ -49,6 +49,8 @@ from derender_testing.loadgen import (
 from derender_testing.models import tokenizer
 from derender_testing.servers import LocalServer
 
+pytestmark = pytest.mark.serial  # timing: run alone, after the parallel phase (`make test`)
+
 DURATION = float(os.environ.get("DERENDER_LOAD_SECONDS") or 30)
 CLIENTS = int(os.environ.get("DERENDER_LOAD_CLIENTS") or 32)
 SEED = int(os.environ.get("DERENDER_LOAD_SEED") or random.randrange(1 << 30))

@@ -24,6 +24,8 @@ from derender.settings import Settings
 from derender_testing.servers import LocalServer, clean_env, uvicorn_app
 from tests.conftest import LAYER_MODELS
 
+pytestmark = pytest.mark.serial  # timing: run alone, after the parallel phase (`make test`)
+
 CHAT_PATH = CHAT.path
 
 KEYS = "r1:responsive-test-key-0123456789abcdef"

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -93,5 +94,15 @@ def build(name: str, root: Path) -> Path:
     folder = root / name
     marker = folder / ("tiktoken.model" if name == "kimi-tiktoken" else "tekken.json")
     if not marker.is_file():
-        BYTE_VOCAB_MODELS[name](folder)
+        # derived aside and renamed into place whole, so that test workers building the same
+        # folder at once never see one half-written; the first rename wins
+        partial = root / f".{name}.{os.getpid()}.partial"
+        shutil.rmtree(partial, ignore_errors=True)
+        BYTE_VOCAB_MODELS[name](partial)
+        try:
+            os.rename(partial, folder)
+        except OSError:
+            shutil.rmtree(partial, ignore_errors=True)
+            if not marker.is_file():
+                raise
     return folder

@@ -73,6 +73,18 @@ def model_folder(name: str) -> Path:
     return folder
 
 
+def prepare_all() -> None:
+    """Derive every derived test model whose source is present (``DERIVED``; the byte
+    vocabularies of ``byte_vocab_models``), once, before test workers start: each worker then
+    finds them in place."""
+    from derender_testing.byte_vocab_models import BYTE_VOCAB_MODELS, build
+
+    for name in MODEL_NAMES:
+        model_folder(name)
+    for name in BYTE_VOCAB_MODELS:
+        build(name, TEST_MODELS)
+
+
 def has_tokenizer(name: str) -> bool:
     return (model_folder(name) / "tokenizer.json").is_file()
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -35,11 +36,18 @@ def derive(source: Path, target: Path, edit: Callable[[Any, Any], None]) -> bool
     tokenizer = json.loads((source / "tokenizer.json").read_text(encoding="utf-8"))
     config = json.loads((source / "tokenizer_config.json").read_text(encoding="utf-8"))
     edit(tokenizer, config)
-    for name, data in (("tokenizer.json", tokenizer), ("tokenizer_config.json", config)):
-        partial = target / (name + ".partial")
+    # tokenizer.json last: its presence says the folder is derived (``models.model_folder``)
+    for name, data in (("tokenizer_config.json", config), ("tokenizer.json", tokenizer)):
+        partial = _partial(target / name)
         partial.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
-        shutil.move(partial, target / name)
+        os.replace(partial, target / name)
     return True
+
+
+def _partial(path: Path) -> Path:
+    """Where ``path`` is written before it is renamed into place: a name of this process's
+    own, so that test workers deriving the same file at once never write into one file."""
+    return path.with_name(f"{path.name}.{os.getpid()}.partial")
 
 
 def derive_llama31_tools(source: Path, target: Path) -> bool:
@@ -96,9 +104,9 @@ def gunzip_tokenizer(source: Path, target: Path) -> bool:
     archive = source / "tokenizer.json.gz"
     if not archive.is_file():
         return False
-    partial = target / "tokenizer.json.partial"
+    partial = _partial(target / "tokenizer.json")
     partial.write_bytes(gzip.decompress(archive.read_bytes()))
-    shutil.move(partial, target / "tokenizer.json")
+    os.replace(partial, target / "tokenizer.json")
     return True
 
 
@@ -108,9 +116,9 @@ def copy_tokenizer(source: Path, target: Path) -> bool:
     folder's own configs (git-ignored). False when the source is missing."""
     if not (source / "tokenizer.json").is_file():
         return False
-    partial = target / "tokenizer.json.partial"
+    partial = _partial(target / "tokenizer.json")
     shutil.copyfile(source / "tokenizer.json", partial)
-    shutil.move(partial, target / "tokenizer.json")
+    os.replace(partial, target / "tokenizer.json")
     return True
 
 
