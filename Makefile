@@ -85,12 +85,14 @@ $(MINIMAX_TOKENIZER): | $(READY)
 
 ## Build the service's wheel (derender) and the light client's (derender-client) into
 ## build/wheels/; `pip install build/wheels/derender_client-*.whl` needs only httpx (and
-## botocore with the sigv4 extra).
+## botocore with the sigv4 extra). Each wheel is built from its sdist, in a fresh directory
+## (no stale files of an earlier in-tree build); the sdists are not kept.
 WHEELS ?= build/wheels
 wheels: $(UV_READY)
 	rm -f $(WHEELS)/derender-*.whl $(WHEELS)/derender_client-*.whl
-	$(BIN)/uv build -q --wheel --out-dir $(WHEELS) .
-	$(BIN)/uv build -q --wheel --out-dir $(WHEELS) client
+	$(BIN)/uv build -q --out-dir $(WHEELS) .
+	$(BIN)/uv build -q --out-dir $(WHEELS) client
+	rm -f $(WHEELS)/*.tar.gz
 
 # A Python 3.12 (Lambda's runtime) to byte-compile the layer (empty when there is none).
 ifndef LAMBDA_PYTHON
