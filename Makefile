@@ -10,7 +10,7 @@ LLAMA_TOKENIZER := tests/models/llama3.1/tokenizer.json
 MINIMAX_TOKENIZER := tests/models/minimax-m3/tokenizer.json
 GEMMA_TOKENIZER := tests/models/gemma3/tokenizer.json
 
-.PHONY: run test lint typecheck unit explore bench clean layers validate bundle lock
+.PHONY: run test lint typecheck unit explore bench clean layers validate bundle lock wheels
 
 # Every install comes from uv.lock, the one lock file: the server, the test environment and
 # the Lambda layer (scripts/build-layers.sh) hold exactly the versions the tests ran.
@@ -32,10 +32,12 @@ $(SERVE_READY): pyproject.toml uv.lock $(UV_READY)
 # The test support package (support/, derender_testing) is a distribution of its own, installed
 # editable here (no dependency of its own to resolve: everything it imports comes with the
 # locked dev install), so that tests, bench and scripts import it and the wheel and layers never
-# hold it.
-$(READY): $(SERVE_READY) support/pyproject.toml
+# hold it. The light client (client/, derender_client) likewise: its dependencies (httpx,
+# botocore for its sigv4 extra) come locked with the dev install, so the tests run it at the
+# versions of uv.lock.
+$(READY): $(SERVE_READY) support/pyproject.toml client/pyproject.toml
 	$(SYNC) --extra server --extra dev
-	$(BIN)/uv pip install -q --python $(BIN)/python --no-deps -e support
+	$(BIN)/uv pip install -q --python $(BIN)/python --no-deps -e support -e client
 	touch $@
 
 ## Re-resolve uv.lock (after a dependency change in pyproject.toml; `make` refuses a stale lock).
@@ -51,10 +53,10 @@ run: $(SERVE_READY)
 test: lint typecheck unit
 
 lint: $(READY)
-	$(BIN)/ruff check src tests functions scripts support $(wildcard bench)
+	$(BIN)/ruff check src tests functions scripts support client $(wildcard bench)
 
 typecheck: $(READY)
-	$(BIN)/mypy src functions support/derender_testing
+	$(BIN)/mypy src functions support/derender_testing client/derender_client
 
 # The suite runs on every core (pytest-xdist; tests/conftest.py groups a module's tests on one
 # worker, the largest modules split), then the timing tests (marker `serial`: cost ratios,
@@ -85,6 +87,17 @@ $(GEMMA_TOKENIZER):
 # skip the MiniMax cases, saying why, when that fails.
 $(MINIMAX_TOKENIZER): | $(READY)
 	-scripts/fetch-minimax-tokenizers.sh $(BIN)/python tests/models
+
+## Build the service's wheel (derender) and the light client's (derender-client) into
+## build/wheels/; `pip install build/wheels/derender_client-*.whl` needs only httpx (and
+## botocore with the sigv4 extra). Each wheel is built from its sdist, in a fresh directory
+## (no stale files of an earlier in-tree build); the sdists are not kept.
+WHEELS ?= build/wheels
+wheels: $(UV_READY)
+	rm -f $(WHEELS)/derender-*.whl $(WHEELS)/derender_client-*.whl
+	$(BIN)/uv build -q --out-dir $(WHEELS) .
+	$(BIN)/uv build -q --out-dir $(WHEELS) client
+	rm -f $(WHEELS)/*.tar.gz
 
 # A Python 3.12 (Lambda's runtime) to byte-compile the layer (empty when there is none).
 ifndef LAMBDA_PYTHON

@@ -1,7 +1,7 @@
 """What a stream costs on Lambda: calls, added latency and dollars per streamed token.
 
 A simulated engine emits one token per SSE event at a steady rate (20, 50, 100, 200 tokens/s);
-``derender.client.astream_derender`` derenders the stream through a delay proxy standing in for
+``derender_client.astream_derender`` derenders the stream through a delay proxy standing in for
 the network (a round trip of 10 ms: a Function URL called from the same region; 30 ms: API
 Gateway) in front of the real local server (``bench/_timed_server.py``: our app under uvicorn,
 timing each call as Lambda bills it). Client settings compared, each on its own run of the same
@@ -40,7 +40,7 @@ from typing import Any
 from _common import REPO, load_line, machine_line, percentile, real_text_ids, revision
 from tokenizers import Tokenizer
 
-from derender.client import astream_derender
+from derender_client import astream_derender
 from derender_testing.servers import LocalServer, clean_env
 
 MODELS = REPO / "layers" / "tokenizers"

@@ -4,19 +4,25 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import contextlib
 import inspect
+import io
 import json
 import re
+import sys
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from tokenizers import Tokenizer
 
-import derender.client as client_module
-from derender.client import DerenderError, astream_derender, parse_sse, stream_derender
+import derender_client as client_module
+from derender_client import DerenderError, astream_derender, parse_sse, stream_derender
 from derender_testing.models import ROOT
 from derender_testing.openai_types import check_openai_chunk
 from derender_testing.recorded import case_path, load_case
+from derender_testing.servers import LocalServer, clean_env
 from tests.test_conformance import normalize
 
 CASES = ["047-chat-stream-one-basic-gpt2", "061-chat-stream-n2-mistral-7b",
@@ -87,21 +93,56 @@ def test_parse_sse_ignores_comments_and_done() -> None:
     assert parse_sse(b'data: {"a": 1}\n') == {"a": 1}
 
 
-def test_readme_streaming_example_is_valid_and_names_real_options() -> None:
-    """The README's "Streaming from Python" example parses, imports names the module has,
-    and passes only the helper's keyword arguments; the options table names real ones."""
+def _readme_streaming_section() -> str:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme[readme.index("### Streaming from Python"):readme.index("## Configuration")]
-    code = re.search(r"```python\n(.*?)```", section, re.S)
-    assert code is not None
-    tree = ast.parse(code.group(1))
-    names = {alias.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
-             for alias in node.names}
-    assert names and all(hasattr(client_module, name) for name in names)
+    return readme[readme.index("### Streaming from Python"):readme.index("## Configuration")]
+
+
+def test_readme_streaming_examples_are_valid_and_name_real_options() -> None:
+    """The README's "Streaming from Python" examples parse, import names the module has,
+    and pass only the helper's keyword arguments; the options table names real ones."""
+    section = _readme_streaming_section()
+    blocks = re.findall(r"```python\n(.*?)```", section, re.S)
+    assert len(blocks) >= 2
     parameters = set(inspect.signature(stream_derender).parameters)
     assert parameters == set(inspect.signature(astream_derender).parameters)
-    calls = [node for node in ast.walk(tree) if isinstance(node, ast.Call)
-             and isinstance(node.func, ast.Name) and node.func.id == "stream_derender"]
-    assert calls and {k.arg for k in calls[0].keywords} <= parameters
+    for block in blocks:
+        tree = ast.parse(block)
+        imports = [node for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)]
+        assert imports and all(node.module == "derender_client" for node in imports)
+        names = {alias.name for node in imports for alias in node.names}
+        assert names and all(hasattr(client_module, name) for name in names)
+        calls = [node for node in ast.walk(tree) if isinstance(node, ast.Call)
+                 and isinstance(node.func, ast.Name) and node.func.id == "stream_derender"]
+        assert calls and {k.arg for k in calls[0].keywords} <= parameters
     options = re.findall(r"^\| `(\w+)` \|", section, re.M)
     assert options and set(options) <= parameters
+
+
+def _serve(port: int) -> list[str]:
+    """``make run``: ``derender serve`` on the embedded model."""
+    return [sys.executable, "-m", "derender.cli", "serve", "--host", "127.0.0.1", "--port",
+            str(port)]
+
+
+def test_readme_first_streaming_example_runs_against_the_local_server(
+        tmp_path: Path) -> None:
+    """The first example, as written but for the port, against ``derender serve`` on the
+    embedded model (no AWS): it prints the text the tokenizer decodes from its ids, which its
+    closing comment shows."""
+    code = re.findall(r"```python\n(.*?)```", _readme_streaming_section(), re.S)[0]
+    assert 'base_url="http://127.0.0.1:8000"' in code  # make run's address
+    models = ROOT / "layers" / "tokenizers"
+    env = clean_env(DERENDER_MODELS_DIR=str(models))
+    with LocalServer(_serve, env, tmp_path / "serve.log", timeout=60) as server:
+        out = io.StringIO()
+        namespace: dict[str, Any] = {}
+        with contextlib.redirect_stdout(out):
+            exec(compile(code.replace("http://127.0.0.1:8000", server.url), "README", "exec"),
+                 namespace)
+    ids = [i for chunk in namespace["engine_chunks"] for c in chunk["choices"]
+           for i in c["token_ids"]]
+    text = Tokenizer.from_file(str(models / "qwen3" / "tokenizer.json")).decode(
+        ids, skip_special_tokens=True)
+    assert out.getvalue() == text + "\n"
+    assert f"# → {text}\n" in code

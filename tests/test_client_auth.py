@@ -20,7 +20,7 @@ import httpx
 import pytest
 from botocore.credentials import Credentials
 
-from derender.client import BearerToken, RetryPolicy, SigV4, astream_derender, stream_derender
+from derender_client import BearerToken, RetryPolicy, SigV4, astream_derender, stream_derender
 
 JSON = dict[str, Any]
 CHUNK = {"request_id": "r", "choices": [{"index": 0, "token_ids": [5], "finish_reason": None}]}
@@ -215,7 +215,7 @@ def test_credentials_come_from_botocores_default_chain(
 def test_botocore_is_imported_only_to_sign() -> None:
     code = (
         "import sys, httpx\n"
-        "from derender.client import stream_derender, SigV4, BearerToken\n"
+        "from derender_client import stream_derender, SigV4, BearerToken\n"
         "answer = {'chunk': {'choices': []}, 'stream_state': 's'}\n"
         "http = httpx.Client(transport=httpx.MockTransport(lambda r: httpx.Response(200, "
         "json=answer)), base_url='http://x')\n"

@@ -19,7 +19,7 @@ from typing import Any
 import httpx
 import pytest
 
-from derender.client import astream_derender, stream_derender
+from derender_client import astream_derender, stream_derender
 
 WAIT = 10.0
 """Longest any test waits for an event that should come at once."""
@@ -316,7 +316,7 @@ def test_sse_lines_comments_and_done_are_read() -> None:
 
 
 def test_a_refused_call_stops_the_stream_with_its_envelope() -> None:
-    from derender.client import DerenderError
+    from derender_client import DerenderError
 
     def handler(request: httpx.Request) -> httpx.Response:
         body = json.loads(request.content)

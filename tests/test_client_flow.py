@@ -27,7 +27,7 @@ from typing import Any
 
 import pytest
 
-from derender.client import MAX_AHEAD, StreamDeadlineError, astream_derender, stream_derender
+from derender_client import MAX_AHEAD, StreamDeadlineError, astream_derender, stream_derender
 from tests.test_client_coalescing import WAIT, AsyncFake, SyncFake, chunk, out_seq
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -268,8 +268,8 @@ def test_a_read_that_never_returns_does_not_hold_the_process() -> None:
     program that closed its stream exits (checked in a child process, bounded)."""
     program = f"""
 import sys, threading, time, httpx
-sys.path[:0] = [{str(ROOT / 'src')!r}, {str(ROOT)!r}]
-from derender.client import stream_derender
+sys.path[:0] = [{str(ROOT / 'src')!r}, {str(ROOT / 'client')!r}, {str(ROOT)!r}]
+from derender_client import stream_derender
 from tests.test_client_coalescing import SyncFake, chunk
 
 def engine():

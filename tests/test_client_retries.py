@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
-from derender.client import (
+from derender_client import (
     DerenderError,
     DerenderUnavailableError,
     RetryPolicy,

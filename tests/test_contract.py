@@ -1,6 +1,8 @@
 """The wire contract is defined once (issue 18, items 3 and 5): ``derender.contract`` holds
 requests, responses, errors and routes, imports nothing of the service around it, and the
-app, the Lambda telemetry, the client and the README agree with it."""
+app, the Lambda telemetry and the README agree with it; the light client (``client/``, a
+distribution of its own that imports nothing of the service) writes its paths and limits itself,
+checked here against the contract's."""
 
 from __future__ import annotations
 
@@ -9,12 +11,14 @@ import dataclasses
 import re
 import subprocess
 import sys
+import typing
 from pathlib import Path
 
 from fastapi.testclient import TestClient
 from starlette.routing import Route as StarletteRoute
 
-from derender import client, settings
+import derender_client as client
+from derender import __version__, settings
 from derender.awslambda import replay, telemetry
 from derender.contract import routes
 from derender.contract.errors import (
@@ -58,8 +62,8 @@ def _modules_after(statement: str) -> set[str]:
 
 
 def test_errors_and_routes_load_without_pydantic_and_the_core_without_the_responses() -> None:
-    """The client reads errors and routes (no pydantic for them); the response types are
-    for type checking and the document only (no cold-start cost)."""
+    """Errors and routes load without pydantic; the response types are for type checking
+    and the document only (no cold-start cost)."""
     light = _modules_after("import derender.contract.errors, derender.contract.routes")
     assert "pydantic" not in light
     served = _modules_after("import derender.app.main")
@@ -95,12 +99,26 @@ def test_the_app_serves_exactly_the_contract_routes(default_client: TestClient) 
     assert default_client.get(routes.OPENAPI.path).status_code == 200
 
 
-def test_telemetry_replay_and_client_name_the_contract_paths() -> None:
+def test_telemetry_and_replay_name_the_contract_paths() -> None:
     assert {r.path for r in routes.ROUTES} == telemetry.ROUTES
-    assert {"chat": routes.CHAT.path, "completions": routes.COMPLETIONS.path} == client.PATHS
     assert set(replay.PATHS) == {routes.CHAT.path, routes.COMPLETIONS.path}
+
+
+def test_the_light_client_writes_the_contracts_paths_and_limits() -> None:
+    """The client cannot import the contract (it is a distribution of its own, without the
+    service); what it writes of it is checked against the service's own definitions here, so
+    the two cannot drift."""
+    assert {name: route.path for name, route in routes.DERENDER.items()} == client.PATHS
+    assert all(routes.DERENDER[name].method == "POST" for name in client.PATHS)
+    assert typing.get_args(client.Route) == typing.get_args(routes.DerenderRoute)
     assert client.MAX_BATCH == settings.MAX_BATCH_CHUNKS
-    assert ErrorType.SERVICE_UNAVAILABLE.status in client.RETRY_STATUSES
+    # Of the service's own refusals only the 503 (no signing key could be read) is retried:
+    # every other one answers the same again; the rest it retries are a gateway's (throttling,
+    # 502, 504), none of which the service answers itself.
+    assert {e.status for e in ErrorType} & client.RETRY_STATUSES == {
+        ErrorType.SERVICE_UNAVAILABLE.status}
+    assert client.RETRY_STATUSES - {ErrorType.SERVICE_UNAVAILABLE.status} == {429, 502, 504}
+    assert client.__version__ == __version__  # released together, one wire contract
 
 
 def _environment_names() -> dict[str, str]:

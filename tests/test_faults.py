@@ -39,7 +39,7 @@ from typing import Any
 import httpx
 import pytest
 
-from derender.client import RetryPolicy, astream_derender, stream_derender
+from derender_client import RetryPolicy, astream_derender, stream_derender
 from derender_testing.faultproxy import FAULTS, FaultPlan, FaultProxy
 from derender_testing.loadgen import (
     PATHS,
@@ -277,7 +277,7 @@ def test_every_fault_kind_is_met_and_survived(server: LocalServer, texts: Texts)
 
 def test_the_proxy_really_breaks_an_unretried_client(server: LocalServer, texts: Texts) -> None:
     """The control: without retries the same stream through the proxy fails."""
-    from derender.client import DerenderError
+    from derender_client import DerenderError
 
     rng = random.Random(SEED * 1000 + 555)
     case = make("plain", "completions", rng, texts, "fault-control")

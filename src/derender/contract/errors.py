@@ -3,7 +3,7 @@ envelope that carries it, and the exceptions the core raises with it.
 
 Every refusal is vLLM's envelope ``{"error": {"message", "type", "param", "code"}}`` with the
 HTTP status equal to ``code``, and ``code`` is a function of ``type`` (``ErrorType.status``).
-Pure Python (no pydantic): the client reads it too.
+Pure Python (no pydantic): it loads without the request models.
 
 The exceptions deliberately do not derive from ``ValueError``: raised inside a pydantic
 validator (the embedded ``chat_request`` checks), they propagate as themselves instead of

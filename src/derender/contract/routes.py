@@ -1,6 +1,7 @@
 """The service's routes, defined once: the app mounts them, the Lambda telemetry names them,
-the client calls them, the OpenAPI document describes them and ``template.yaml`` is checked
-against them (``tests/test_template.py``). Pure Python: the client reads it too."""
+the OpenAPI document describes them and ``template.yaml`` is checked against them
+(``tests/test_template.py``). The light client (``client/derender_client``, a distribution of
+its own) writes the derender paths itself; ``tests/test_contract.py`` checks them against these."""
 
 from __future__ import annotations
 

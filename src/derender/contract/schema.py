@@ -4,8 +4,8 @@ The types are ``TypedDict``s (from ``typing_extensions``, which pydantic needs b
 Python 3.12): the core builds plain dicts and ``json.dumps`` them, so a type costs nothing
 per call. Pydantic reads this configuration only when the document is built (on its first
 request): exactly the declared keys (``additionalProperties: false``) and each field's
-description from the docstring written beside it. Plain data, so ``contract.errors`` (read
-by the client) need not import pydantic.
+description from the docstring written beside it. Plain data, so ``contract.errors`` need not
+import pydantic.
 """
 
 from __future__ import annotations

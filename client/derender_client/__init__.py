@@ -1,4 +1,5 @@
-"""Client helper: engine SSE chunks in, OpenAI chunks out, with the stream state carried.
+"""derender's streaming client: engine SSE chunks in, OpenAI chunks out, with the stream state
+carried.
 
 The service is stateless; a streaming client sends each engine chunk with the
 ``stream_state`` the previous call returned. These helpers do that bookkeeping (one state per
@@ -43,7 +44,11 @@ event loop thread):
   for Function URLs); ``auth=BearerToken(token)`` sends ``Authorization: Bearer …``. Any
   ``httpx.Auth`` works.
 
-Requires ``httpx``, and botocore for SigV4 (``pip install 'derender[client]'``).
+A distribution of its own (``derender-client``, the ``client/`` folder of derender's
+repository): it requires ``httpx`` only, and botocore for SigV4 (the ``sigv4`` extra:
+``pip install './client[sigv4]'``). It imports nothing of the service: the route paths, the
+batch limit and the statuses it retries are written here, and derender's tests check them
+against the service's own definitions (``tests/test_contract.py``).
 """
 
 from __future__ import annotations
@@ -70,29 +75,33 @@ from collections.abc import (
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal
 
 import httpx
 
-from derender.contract import routes
-from derender.contract.errors import ErrorType
-from derender.contract.routes import DerenderRoute
-from derender.settings import MAX_BATCH_CHUNKS
+__version__ = "0.1.0"
+"""The client's version: derender's, whose wire contract it speaks (``tests/test_contract.py``
+checks that they agree)."""
 
 JSON = dict[str, Any]
-Route = DerenderRoute
+Route = Literal["chat", "completions"]
+"""The two derender routes by name (the service's ``contract.routes.DerenderRoute``)."""
 State = JSON | str
 """A ``stream_state`` as the service answers it: a JSON object (``DERENDER_STATE_FORM=object``,
 the default, as vLLM 0.33 types it) or the bare string of earlier releases; sent back as it
 came."""
 Item = JSON | str | bytes
 
-PATHS: dict[Route, str] = {name: route.path for name, route in routes.DERENDER.items()}
-MAX_BATCH = MAX_BATCH_CHUNKS
-"""Most engine chunks the service takes in one ``generate_chunks`` call."""
-RETRY_STATUSES = frozenset({429, 502, ErrorType.SERVICE_UNAVAILABLE.status, 504})
+PATHS: dict[Route, str] = {"chat": "/v1/chat/completions/derender",
+                           "completions": "/v1/completions/derender"}
+"""Each route's path (vLLM 0.33's; the service's ``contract.routes.DERENDER``)."""
+MAX_BATCH = 4096
+"""Most engine chunks the service takes in one ``generate_chunks`` call (its
+``settings.MAX_BATCH_CHUNKS``)."""
+RETRY_STATUSES = frozenset({429, 502, 503, 504})
 """Answers retried: throttling, the gateway's own failures, and ours when no signing key
-could be read (``ServiceUnavailableError``)."""
+could be read (503 ``ServiceUnavailableError``, the only status of the service's own error
+types that is retried)."""
 RETRY_ERRORS = (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError)
 """Transport failures retried: timeouts, connect/read/write errors, a connection closed or
 reset before the whole answer arrived."""
