@@ -1,5 +1,6 @@
 """Streaming the parser-engine formats (DeepSeek DSML, GLM, MiniMax M2; and Step 5): core cost
-per chunk and the largest stream_state, as ``bench/parser_stream.py`` (a) and (b) measure them for Qwen3.
+per chunk and the largest stream_state, as ``bench/parser_stream.py`` (a) and (b) measure them
+for Qwen3.
 
 Three 4096-id outputs, 1 id per chunk, as a thinking model writes a tool call:
 
