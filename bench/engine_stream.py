@@ -23,7 +23,8 @@ Three 4096-id outputs, 1 id per chunk, as a thinking model writes a tool call:
   Step 5 (``step5`` reasoning and tool parsers, the Qwen3 vocabulary standing in):
   ~3,500 ids of reasoning + ``</think>\n\n<tool_call>\n<function=get_weather>\n
   <parameter=city>\nLisbon\n</parameter>\n<parameter=notes>\n…\n</parameter>\n</function>
-  \n</tool_call>`` + EOS 151645.
+  \n</tool_call>`` + EOS 151645. Holo2: the same output read by the ``holo2`` reasoning parser
+  and the ``qwen3_coder`` tool parser.
 
 Each stream is first derendered whole, call after call, and checked: the folded stream and the
 non-streaming answer both give the reasoning text, no content and the one ``get_weather`` call
@@ -106,6 +107,9 @@ FORMATS = {
                     "\n</parameter>\n</function>\n</tool_call>",
                     folder=REPO / "layers" / "tokenizers" / "qwen3"),
 }
+FORMATS["holo2"] = Format("Holo2", "qwen3", "qwen3", "qwen3", "qwen3_coder", 151645,
+                          FORMATS["step5"].head, FORMATS["step5"].tail, reasoning_parser="holo2",
+                          folder=REPO / "layers" / "tokenizers" / "qwen3")
 
 
 def models_folder(root: Path, fmt: Format) -> Path:

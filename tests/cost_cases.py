@@ -108,6 +108,7 @@ REASONING_TEMPLATES: dict[str, str] = {
     "minimax_m2_append_think": THINK, "minimax_m3": "<mm:think>reasoning VALUE</mm:think>",
     "gemma4": "<|channel>thought\nreasoning VALUE<channel|>answer<|tool_call>",
     "deepseek_v4": THINK, "deepseek_v41": THINK, "glm45": THINK, "glm47": THINK, "step5": THINK,
+    "holo2": THINK,
     "minimax_m2": THINK + "<minimax:tool_call>",
 }
 """Text each reasoning parser reads markers in."""
@@ -120,6 +121,7 @@ PAIRS: tuple[tuple[str | None, str | None], ...] = (
     ("mistral", "mistral"), ("kimi_k2", "kimi_k2"), ("gemma4", "gemma4"),
     ("deepseek_v4", "deepseek_v4"), ("deepseek_v41", "deepseek_v41"), ("glm47", "glm47"),
     ("minimax_m2", "minimax_m2"), ("minimax_m3", "minimax_m3"), ("step5", "step5"),
+    ("holo2", "hermes"),
 )
 """(reasoning parser, tool parser) pairings: every tool format and every reasoning parser
 alone, and each family's own pairing (step3p5 and nemotron_v3 with qwen3_coder, issue 22)."""

@@ -215,6 +215,14 @@ def v3_switch(kwargs: Mapping[str, object]) -> bool:
     return bool(kwargs.get("thinking")) or bool(kwargs.get("enable_thinking"))
 
 
+def holo2_switch(kwargs: Mapping[str, object]) -> bool:
+    """``holo2`` (vLLM's ``DeepSeekV3ReasoningWithThinkingParser``): ``v3_switch``, but on when
+    the kwargs set neither ``thinking`` nor ``enable_thinking``."""
+    if kwargs.get("thinking") is None and kwargs.get("enable_thinking") is None:
+        return True
+    return v3_switch(kwargs)
+
+
 def switched_on(fmt: ReasoningFormat, kwargs: Mapping[str, object], thinking: bool) -> bool:
     """Whether a parser with a ``switch`` of its own is on (``thinking``: as the template saw
     ``enable_thinking``, for the others)."""
