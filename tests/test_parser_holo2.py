@@ -10,6 +10,7 @@ app on the Qwen3 tokenizer.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from hypothesis import given
@@ -36,7 +37,8 @@ def settings(tool: str = "hermes", **fields: Any) -> parsers.ParserSettings:
 def test_holo2_is_deepseek_v3s_format_with_its_own_switch() -> None:
     record = REASONING_BY_NAME["holo2"]
     assert record.legacy and record.switch is not None
-    assert parsers.reasoning_format("holo2") is reasoning.FORMATS["deepseek_v3"]
+    holo2, v3 = parsers.reasoning_format("holo2"), reasoning.FORMATS["deepseek_v3"]
+    assert holo2.name == "holo2" and holo2 == dataclasses.replace(v3, name="holo2")
     assert parsers.pairing_error("holo2", "hermes") is None
     assert parsers.pairing_error("holo2", "qwen3_coder") is None
 

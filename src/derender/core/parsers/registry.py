@@ -277,9 +277,8 @@ REASONING_RECORDS: tuple[ReasoningRecord, ...] = (
     _reasoning("deepseek_v3", (THINK, END_THINK), thinking=Thinking.KWARGS,
                switch=Ref(_REASONING, "v3_switch")),
     # i19-qwenlike: holo2 is deepseek_v3's format, thinking on unless the kwargs say otherwise
-    ReasoningRecord("holo2", Machine.OWN, Ref(_REASONING, "FORMATS", "deepseek_v3"),
-                    thinking=Thinking.KWARGS, switch=Ref(_REASONING, "holo2_switch"),
-                    markers=(THINK, END_THINK), legacy=True),
+    _reasoning("holo2", (THINK, END_THINK), thinking=Thinking.KWARGS,
+               switch=Ref(_REASONING, "holo2_switch"), legacy=True),
     _reasoning("kimi_k2", (THINK, END_THINK, KIMI_CALLS[0])),
     _reasoning("minimax_m2_append_think"),
     _reasoning("minimax_m3", MINIMAX_M3_THINK, thinking=Thinking.KWARGS,
