@@ -1,5 +1,6 @@
-"""Streaming the parser-engine formats (DeepSeek DSML, GLM, MiniMax M2): core cost per chunk and
-the largest stream_state, as ``bench/parser_stream.py`` (a) and (b) measure them for Qwen3.
+"""Streaming the parser-engine formats (DeepSeek DSML, GLM, MiniMax M2; and Step 5): core cost
+per chunk and the largest stream_state, as ``bench/parser_stream.py`` (a) and (b) measure them
+for Qwen3.
 
 Three 4096-id outputs, 1 id per chunk, as a thinking model writes a tool call:
 
@@ -18,6 +19,12 @@ Three 4096-id outputs, 1 id per chunk, as a thinking model writes a tool call:
   <minimax:tool_call>\n<invoke name="get_weather">\n<parameter name="city">Lisbon
   </parameter>\n<parameter name="notes">…</parameter>\n</invoke>\n</minimax:tool_call>`` +
   EOS 200020.
+
+  Step 5 (``step5`` reasoning and tool parsers, the Qwen3 vocabulary standing in):
+  ~3,500 ids of reasoning + ``</think>\n\n<tool_call>\n<function=get_weather>\n
+  <parameter=city>\nLisbon\n</parameter>\n<parameter=notes>\n…\n</parameter>\n</function>
+  \n</tool_call>`` + EOS 151645. Holo2: the same output read by the ``holo2`` reasoning parser
+  and the ``qwen3_coder`` tool parser.
 
 Each stream is first derendered whole, call after call, and checked: the folded stream and the
 non-streaming answer both give the reasoning text, no content and the one ``get_weather`` call
@@ -72,6 +79,10 @@ class Format:
     """Text between the reasoning and the notes value."""
     tail: str
     """Text after the notes value."""
+    reasoning_parser: str = ""
+    """The reasoning parser (default: ``parser``)."""
+    folder: Path | None = None
+    """Where the tokenizer and configs are (default: ``tests/models/<tokenizer_from>``)."""
 
 
 FORMATS = {
@@ -90,12 +101,20 @@ FORMATS = {
                       '</think>\n\n<minimax:tool_call>\n<invoke name="get_weather">\n'
                       '<parameter name="city">Lisbon</parameter>\n<parameter name="notes">',
                       "</parameter>\n</invoke>\n</minimax:tool_call>"),
+    "step5": Format("Step 5", "qwen3", "qwen3", "qwen3", "step5", 151645,
+                    "</think>\n\n<tool_call>\n<function=get_weather>\n<parameter=city>\n"
+                    "Lisbon\n</parameter>\n<parameter=notes>\n",
+                    "\n</parameter>\n</function>\n</tool_call>",
+                    folder=REPO / "layers" / "tokenizers" / "qwen3"),
 }
+FORMATS["holo2"] = Format("Holo2", "qwen3", "qwen3", "qwen3", "qwen3_coder", 151645,
+                          FORMATS["step5"].head, FORMATS["step5"].tail, reasoning_parser="holo2",
+                          folder=REPO / "layers" / "tokenizers" / "qwen3")
 
 
 def models_folder(root: Path, fmt: Format) -> Path:
     """A folder serving the test model with the format's parsers (symlinks)."""
-    source = MODELS / fmt.tokenizer_from
+    source = fmt.folder or MODELS / fmt.tokenizer_from
     if not (source / "tokenizer.json").is_file():
         from derender_testing.tokenizer_variants import gunzip_tokenizer
         gunzip_tokenizer(source, source)
@@ -103,10 +122,12 @@ def models_folder(root: Path, fmt: Format) -> Path:
     folder.mkdir()
     (folder / "tokenizer.json").symlink_to(source / "tokenizer.json")
     for name in ("tokenizer_config.json", "config.json", "generation_config.json"):
-        if (MODELS / fmt.configs_from / name).is_file():
-            (folder / name).symlink_to(MODELS / fmt.configs_from / name)
+        configs = fmt.folder or MODELS / fmt.configs_from
+        if (configs / name).is_file():
+            (folder / name).symlink_to(configs / name)
     (folder / "derender.json").write_text(json.dumps({
-        "served_names": [fmt.model], "reasoning_parser": fmt.parser, "tool_parser": fmt.parser}))
+        "served_names": [fmt.model], "reasoning_parser": fmt.reasoning_parser or fmt.parser,
+        "tool_parser": fmt.parser}))
     return folder
 
 

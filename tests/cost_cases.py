@@ -57,6 +57,7 @@ TEMPLATES: dict[str, str] = {
     "mistral": '[TOOL_CALLS]NAME[ARGS]{"a": "VALUE", "n": 1}',
     "qwen3_coder": QWEN_XML,
     "mimo": QWEN_XML,
+    "step5": " VALUE \n" + QWEN_XML,
     "seed_oss": QWEN_XML.replace("tool_call>", "seed:tool_call>"),
     "deepseek_v32": DSML_CALL.replace("{w}", "function_calls"),
     "deepseek_v4": DSML_CALL.replace("{w}", "tool_calls"),
@@ -90,7 +91,7 @@ PARAMETERS: dict[str, tuple[str, str, str]] = {
 }
 """One call of many parameters: its head, a complete parameter, a parameter never closed
 (issue 22: thousands of ``<parameter=`` without ``</parameter>`` were quadratic)."""
-PARAMETERS["mimo"] = PARAMETERS["qwen3_coder"]
+PARAMETERS["mimo"] = PARAMETERS["step5"] = PARAMETERS["qwen3_coder"]
 PARAMETERS["deepseek_v32"] = (DSML_HEAD.replace("tool_calls", "function_calls"),
                               *PARAMETERS["deepseek_v4"][1:])
 PARAMETERS["deepseek_v41"] = tuple(  # type: ignore[assignment]
@@ -106,7 +107,8 @@ REASONING_TEMPLATES: dict[str, str] = {
     "nemotron_v3": THINK + "  <tool_call>", "kimi_k2": THINK + "<|tool_calls_section_begin|>",
     "minimax_m2_append_think": THINK, "minimax_m3": "<mm:think>reasoning VALUE</mm:think>",
     "gemma4": "<|channel>thought\nreasoning VALUE<channel|>answer<|tool_call>",
-    "deepseek_v4": THINK, "deepseek_v41": THINK, "glm45": THINK, "glm47": THINK,
+    "deepseek_v4": THINK, "deepseek_v41": THINK, "glm45": THINK, "glm47": THINK, "step5": THINK,
+    "holo2": THINK,
     "minimax_m2": THINK + "<minimax:tool_call>",
 }
 """Text each reasoning parser reads markers in."""
@@ -118,7 +120,8 @@ PAIRS: tuple[tuple[str | None, str | None], ...] = (
     ("nemotron_v3", "qwen3_coder"), ("mimo", "mimo"), ("seed_oss", "seed_oss"),
     ("mistral", "mistral"), ("kimi_k2", "kimi_k2"), ("gemma4", "gemma4"),
     ("deepseek_v4", "deepseek_v4"), ("deepseek_v41", "deepseek_v41"), ("glm47", "glm47"),
-    ("minimax_m2", "minimax_m2"), ("minimax_m3", "minimax_m3"),
+    ("minimax_m2", "minimax_m2"), ("minimax_m3", "minimax_m3"), ("step5", "step5"),
+    ("holo2", "hermes"),
 )
 """(reasoning parser, tool parser) pairings: every tool format and every reasoning parser
 alone, and each family's own pairing (step3p5 and nemotron_v3 with qwen3_coder, issue 22)."""

@@ -323,14 +323,16 @@ def parser_settings(reasoning_parser: str | None, tool_parser: str | None,
             forced=forced, named=named, forced_name=None,
             parallel=request.parallel_tool_calls is not False,
             include_reasoning=request.include_reasoning, harmony=True)
-    under_none = tool is not None and tool.under_none and not (
+    legacy = own is not None and own.legacy  # the tool parser reads only what may be called
+    under_none = tool is not None and tool.under_none and not legacy and not (
         pair.older_grammar is not None
         and pair.older_grammar(lambda m: vocab.token_id(m) is not None))
     tools = (tool is not None
-             and (bool(request.tools) or tool.without_tools is WithoutTools.DROPPED)
+             and (bool(request.tools)
+                  or (tool.without_tools is WithoutTools.DROPPED and not legacy))
              and (choice != "none" or under_none))
     as_called = (tool is not None and tool.without_tools is WithoutTools.AS_CALLED
-                 and not request.tools)
+                 and not request.tools and not legacy)
     tools = tools or as_called
     keep = forced or (choice == "auto" and tools and bool(request.tools))
     engine_reasoning, mode = pair.engine_reasoning, pair.mode

@@ -128,6 +128,9 @@ FORMATS = {
     # DeepSeek V3/V3.1/V3.2: deepseek_r1's rules when the template kwargs turn thinking on
     # (``thinking`` or ``enable_thinking``; off by default), else none (``v3_thinking``)
     "deepseek_v3": ReasoningFormat("deepseek_v3", honours_switch=True),
+    # i19-qwenlike: Holo2, deepseek_v3's rules with its own switch (on by default,
+    # ``holo2_switch``) [4708, 4722, 4726, 4732, 4734]
+    "holo2": ReasoningFormat("holo2", honours_switch=True),
     "kimi_k2": ReasoningFormat("kimi_k2", ends_implicitly=("<|tool_calls_section_begin|>",),
                                drops_late_end=True, honours_switch=True,
                                strips_trailing_space=True, switch=("thinking", "enable_thinking")),
@@ -213,6 +216,14 @@ def v3_switch(kwargs: Mapping[str, object]) -> bool:
     """``deepseek_v3``: thinking only when the template kwargs' ``thinking`` or
     ``enable_thinking`` is truthy."""
     return bool(kwargs.get("thinking")) or bool(kwargs.get("enable_thinking"))
+
+
+def holo2_switch(kwargs: Mapping[str, object]) -> bool:
+    """``holo2`` (vLLM's ``DeepSeekV3ReasoningWithThinkingParser``): ``v3_switch``, but on when
+    the kwargs set neither ``thinking`` nor ``enable_thinking``."""
+    if kwargs.get("thinking") is None and kwargs.get("enable_thinking") is None:
+        return True
+    return v3_switch(kwargs)
 
 
 def switched_on(fmt: ReasoningFormat, kwargs: Mapping[str, object], thinking: bool) -> bool:

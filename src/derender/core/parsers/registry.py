@@ -159,6 +159,11 @@ class ReasoningRecord:
     """``Machine.ENGINE``: the tool format whose engine config reads it when served alone."""
     aliases: tuple[str, ...] = ()
     markers: tuple[Marker, ...] = ()
+    legacy: bool = False
+    """vLLM's parser is not engine-based (``engine_based_streaming`` false): paired with it, a
+    tool parser reads calls only when they may be returned (``tools`` given, ``tool_choice``
+    not "none"), whatever its ``under_none`` and ``without_tools`` (vLLM's ``_engine_based``
+    in ``parser/abstract_parser.py``; step5 4646, 4652)."""
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -226,6 +231,9 @@ TOOL_RECORDS: tuple[ToolRecord, ...] = (
          without_tools=_AS_CALLED),
     _own("seed_oss", "qwen3_coder", "SEED_OSS_FORMAT", 41, under_none=True,
          without_tools=_AS_CALLED),
+    # i19-qwenlike: step5 is qwen3_coder's grammar with the content before calls kept as written
+    _own("step5", "qwen3_coder", "STEP5_FORMAT", 100, markers=QWEN3_TOOLS, under_none=True,
+         without_tools=_AS_CALLED),
     _own("gemma4", "gemma4", "FORMAT", 45, markers=GEMMA4_CALLS, under_none=True,
          without_tools=_DROPPED),
     _engine("deepseek_v32", "dsml", "V32", 50, "deepseek_v32", markers=(DSML,), reads=_EVERY),
@@ -260,13 +268,17 @@ def _engine_reasoning(name: str, family: str, config: str, module: str, switch: 
 
 REASONING_RECORDS: tuple[ReasoningRecord, ...] = (
     _reasoning("qwen3", QWEN3_REASONING),
-    _reasoning("deepseek_r1", (THINK, END_THINK)),
+    # i19-qwenlike: vLLM registers step5's reasoning parser as DeepSeekR1ReasoningParser
+    _reasoning("deepseek_r1", (THINK, END_THINK), aliases=("step5",), legacy=True),
     _reasoning("mimo", QWEN3_REASONING),
     _reasoning("step3p5", QWEN3_REASONING),
     _reasoning("seed_oss", CHATML),
     _reasoning("nemotron_v3", QWEN3_REASONING),
     _reasoning("deepseek_v3", (THINK, END_THINK), thinking=Thinking.KWARGS,
                switch=Ref(_REASONING, "v3_switch")),
+    # i19-qwenlike: holo2 is deepseek_v3's format, thinking on unless the kwargs say otherwise
+    _reasoning("holo2", (THINK, END_THINK), thinking=Thinking.KWARGS,
+               switch=Ref(_REASONING, "holo2_switch"), legacy=True),
     _reasoning("kimi_k2", (THINK, END_THINK, KIMI_CALLS[0])),
     _reasoning("minimax_m2_append_think"),
     _reasoning("minimax_m3", MINIMAX_M3_THINK, thinking=Thinking.KWARGS,

@@ -33,7 +33,11 @@ The other members of the family are this machine with their differences as data
 ``seed_oss`` wraps calls in ``<seed:tool_call>`` and, having no structural tag in vLLM, takes
 vLLM's JSON path under a forced ``tool_choice`` (named: the content as written is the call's
 arguments; "required": only a JSON list would be read, other text is dropped). ``step3p5``'s
-calls are ``qwen3_coder``'s unchanged (an alias in the registry).
+calls are ``qwen3_coder``'s unchanged (an alias in the registry). ``step5`` (StepFun Step 5,
+vLLM's ``Step5ToolParser``: the qwen3 grammar with ``drop_whitespace_only_content_before_tools``
+and ``strip_content_whitespace_with_tools`` off) keeps the content before a call as written,
+but content of whitespace alone (up to ``MAX_SPACE``) is none when calls follow (vLLM's
+``_extract_tool_calls`` drops it).
 """
 
 from __future__ import annotations
@@ -132,12 +136,17 @@ class Grammar:
     """One newline at either end of a value is markup, trimmed (mimo: kept as written)."""
     json_when_forced: bool = False
     """A forced ``tool_choice`` takes vLLM's JSON path instead of the XML (seed_oss)."""
+    strip_content: bool = True
+    """Whitespace around the content before a call is dropped when calls are returned (vLLM's
+    ``strip_content_whitespace_with_tools`` and ``drop_whitespace_only_content_before_tools``;
+    step5: both off, the content is kept as written)."""
 
 
 QWEN3 = Grammar("qwen3_coder")
 MIMO = Grammar("mimo", trim_newlines=False)
 SEED_OSS = Grammar("seed_oss", tool_start="<seed:tool_call>", tool_end="</seed:tool_call>",
                    json_when_forced=True)
+STEP5 = Grammar("step5", strip_content=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,14 +184,20 @@ class SeedOssState(XmlCallState):
     pass
 
 
+@dataclass(frozen=True, slots=True)
+class Step5State(XmlCallState):
+    pass
+
+
 X = TypeVar("X", bound=XmlCallState)
 
 
 class _Run(Run):
     """A working copy of the state while text is fed."""
 
-    def __init__(self, state: XmlCallState, context: ToolContext, trim: bool = True) -> None:
-        self.trim = trim
+    def __init__(self, state: XmlCallState, context: ToolContext, trim: bool = True,
+                 strip: bool = True) -> None:
+        self.trim, self.strip = trim, strip
         self.mode, self.acc, self.fn, self.space = state.mode, state.acc, state.fn, state.space
         self.pending = 0
         self.calls, self.flags, self.types = state.calls, state.flags, state.types
@@ -199,6 +214,18 @@ class _Run(Run):
     def text(self, piece: str) -> None:
         if self.keep and self.has(DROP):
             return  # after a call, text is dropped
+        if not self.strip:  # content as written, but whitespace alone before a call is none
+            if self.has(SPOKE):
+                self.content.append(piece)
+                return
+            lead = self.space + piece
+            if lead.strip() or len(lead) > MAX_SPACE:  # (longer: content, README)
+                self.content.append(lead)
+                self.space = ""
+                self.set(SPOKE, bool(lead.strip()))
+            else:
+                self.space = lead
+            return
         out, self.space = split_space(self.space + piece, MAX_SPACE)
         if out:
             self.content.append(out)
@@ -292,7 +319,7 @@ def feed(state: X, text: str, final: bool, context: ToolContext, grammar: Gramma
     if grammar.json_when_forced and (context.forced_name or context.required):
         return _forced(state, text, final, context)
     open_tag, close_tag = context.spelled(grammar.tool_start), context.spelled(grammar.tool_end)
-    run = _Run(state, context, grammar.trim_newlines)
+    run = _Run(state, context, grammar.trim_newlines, grammar.strip_content)
     buffer = state.held + text
     # read by position (no copies of the rest), each marker's next place looked up once
     finder, scan = Finder(buffer), _Scan(buffer)
@@ -561,3 +588,4 @@ def _format(grammar: Grammar, kind: type[X]) -> ToolFormat[X]:
 FORMAT = _format(QWEN3, Qwen3CoderState)
 MIMO_FORMAT = _format(MIMO, MimoState)
 SEED_OSS_FORMAT = _format(SEED_OSS, SeedOssState)
+STEP5_FORMAT = _format(STEP5, Step5State)
