@@ -6,6 +6,12 @@ soon as ``{"name": "…", "arguments":`` has been read, then the arguments strea
 writes them (``json_value.scan`` finds their end). Text between and after calls is dropped,
 as vLLM does. A ``<tool_call>`` whose head cannot be read comes back as content, so no text
 is lost. State: the mode, a short holdback, the call counter and the arguments scanner.
+
+``granite4`` is the same grammar with one difference, ``between``: text between and after the
+calls is content too (vLLM's ``Granite4ToolParser`` joins every text segment), and whitespace
+is content only when the whole content is not whitespace alone (vLLM then answers null), so
+whitespace not yet followed by other text is held (``pending``, at most ``MAX_LEADING_SPACE``
+characters in all) across the calls.
 """
 
 from __future__ import annotations
@@ -60,14 +66,24 @@ class HermesState(ToolState):
     form: str = TAGGED
 
 
+@dataclass(frozen=True, slots=True)
+class BetweenState(HermesState):
+    """The state of a ``between`` format (``granite4``)."""
+
+    pending: str = ""
+    """Whitespace read before any other content (around calls), said with the next other
+    text, dropped at the end when a call was read."""
+
+
 def feed(state: HermesState, text: str, final: bool, forced_name: str | None = None,
-         required: bool = False, tags: tuple[str, str] = (OPEN, CLOSE)
+         required: bool = False, tags: tuple[str, str] = (OPEN, CLOSE), between: bool = False
          ) -> tuple[str, list[ToolCallDelta], HermesState]:
     """Content and tool-call deltas for new text; ``final`` settles what was held back.
 
     With a forced ``tool_choice`` the output may also be JSON (the engine may have constrained
     it to the schema instead of the model's format): its first character decides. ``tags``
-    are the opening and closing tags as they appear in the text.
+    are the opening and closing tags as they appear in the text; ``between``: text between
+    and after the calls is content (``granite4``), else it is dropped.
     """
     open_tag, close_tag = tags
     buffer = state.held + text
@@ -76,6 +92,7 @@ def feed(state: HermesState, text: str, final: bool, forced_name: str | None = N
     finder = Finder(buffer)
     mode, calls, spoke, scanner = state.mode, state.calls, state.spoke, state.scan
     form = state.form
+    pending = state.pending if isinstance(state, BetweenState) else ""
     space = ""
     """Whitespace before the ``<tool_call>`` being read (at most ``MAX_LEADING_SPACE``
     characters): dropped with a call, content if the call turns out unreadable. While the
@@ -99,13 +116,17 @@ def feed(state: HermesState, text: str, final: bool, forced_name: str | None = N
             found = finder.earliest_in(buffer, (open_tag,))
             if found is None:  # forced tool choice: whitespace alone is no content
                 out, held, spoke = leading_text(buffer, (open_tag,), final, spoke,
-                                                bool(forced_name or required))
-                content.append(out)
+                                                bool(forced_name or required) or calls > 0)
+                if out:
+                    content.append(pending + out)
+                    pending = ""
                 break
             before = buffer[:found[0]]
-            if leads_content(before, spoke):
-                content.append(before)
-                spoke = True
+            if leads_content(pending + before, spoke):
+                content.append(pending + before)
+                spoke, pending = True, ""
+            elif between:  # said if other content follows
+                pending += before
             else:  # dropped with the call, unless it turns out unreadable
                 space = before
             mode, buffer = HEAD, buffer[found[0] + len(open_tag):]
@@ -136,8 +157,8 @@ def feed(state: HermesState, text: str, final: bool, forced_name: str | None = N
             # comes back as content, with the whitespace before it (as vLLM returns the
             # whole output then).
             cut = close + len(close_tag) if closed else min(len(buffer), MAX_HEAD)
-            content.append(space + (open_tag if mode == HEAD else "[") + buffer[:cut])
-            spoke, mode, buffer, space = True, CONTENT, buffer[cut:], ""
+            content.append(pending + space + (open_tag if mode == HEAD else "[") + buffer[:cut])
+            spoke, mode, buffer, space, pending = True, CONTENT, buffer[cut:], "", ""
             if not buffer:
                 break
         elif mode == ARGS:
@@ -177,11 +198,12 @@ def feed(state: HermesState, text: str, final: bool, forced_name: str | None = N
                 _, held = unread(buffer, (marker,), final)
                 break
             buffer = buffer[found[0] + len(marker):]
-            mode = AFTER if mode == TAIL else HEAD
+            mode = (CONTENT if between else AFTER) if mode == TAIL else HEAD
     if mode == HEAD and space:  # the head waits: read again from the whitespace before it
         mode, held = CONTENT, space + open_tag + held
-    return ("".join(content), merge(deltas),
-            HermesState(mode, held, calls, spoke, scanner, form))
+    new = (BetweenState(mode, held, calls, spoke, scanner, form, pending) if between
+           else HermesState(mode, held, calls, spoke, scanner, form))
+    return "".join(content), merge(deltas), new
 
 
 def _flipped_call(region: str) -> tuple[str, str] | None:
@@ -232,3 +254,26 @@ def _decode(r: Reader) -> HermesState:
 
 FORMAT = ToolFormat("hermes", HermesState, HermesState, _feed, _encode, _decode)
 """Tag 0: hermes states are laid out as before formats were tagged."""
+
+
+def _feed_between(state: BetweenState, text: str, final: bool, context: ToolContext
+                  ) -> tuple[str, list[ToolCallDelta], BetweenState]:
+    content, deltas, new = feed(state, text, final, context.forced_name, context.required,
+                (context.spelled(OPEN), context.spelled(CLOSE)), between=True)
+    assert isinstance(new, BetweenState)
+    return content, deltas, new
+
+
+def _encode_between(state: BetweenState, w: Writer) -> None:
+    _encode(state, w)
+    w.text(state.pending)
+
+
+def _decode_between(r: Reader) -> BetweenState:
+    s = _decode(r)
+    return BetweenState(s.mode, s.held, s.calls, s.spoke, s.scan, s.form, r.text())
+
+
+GRANITE4 = ToolFormat("granite4", BetweenState, BetweenState, _feed_between, _encode_between,
+                      _decode_between)
+"""``granite4``: hermes' grammar, text between and after the calls kept as content."""
