@@ -21,7 +21,9 @@ Three 4096-id outputs, 1 id per chunk, as a thinking model writes a tool call:
 
   Granite 4 (``granite4`` tool parser alone, ``granite4-standin``, its vocabulary derived at
   test time): ~3,500 ids of content + ``<tool_call>\n{"name": "get_weather", "arguments":
-  {"city": "Lisbon", "notes": "…"}}\n</tool_call>`` (the notes JSON-escaped) + EOS 100257.
+  {"city": "Lisbon", "notes": "…"}}\n</tool_call>`` (the notes JSON-escaped) + EOS 100257;
+  granite-20b-fc (``--only granite-fc``) the same with ``<function_call> {…}`` and no closing
+  tag.
 
 Each stream is first derendered whole, call after call, and checked: the folded stream and the
 non-streaming answer both give the reasoning text (Granite: the content text), no content
@@ -104,6 +106,10 @@ FORMATS = {
                       "granite4", 100257,
                       '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Lisbon", '
                       '"notes": "', '"}}\n</tool_call>', lead="content", json_notes=True),
+    "granite-fc": Format("granite-20b-fc", "granite4-standin", "granite4-standin",
+                         "granite4-standin", "granite-20b-fc", 100257,
+                         '<function_call> {"name": "get_weather", "arguments": {"city": '
+                         '"Lisbon", "notes": "', '"}}', lead="content", json_notes=True),
 }
 
 

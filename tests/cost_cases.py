@@ -47,6 +47,8 @@ TEMPLATES: dict[str, str] = {
     "hermes": '<tool_call>{"name": "NAME", "arguments": {"a": "VALUE", "n": 1}}</tool_call>',
     "granite4": ('<tool_call>{"name": "NAME", "arguments": {"a": "VALUE", "n": 1}}</tool_call>'
                  " and VALUE "),
+    "granite-20b-fc": ('<function_call> {"name": "NAME", "arguments": {"a": "VALUE", "n": 1}}'
+                       " and VALUE "),
     "llama3_json": '{"name": "NAME", "parameters": {"a": "VALUE", "n": 1}}; ',
     "pythonic": '[NAME(a="VALUE", n=1), NAME(a="VALUE")]',
     "deepseek_v3": ("<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME\n"
@@ -94,6 +96,8 @@ PARAMETERS: dict[str, tuple[str, str, str]] = {
 (issue 22: thousands of ``<parameter=`` without ``</parameter>`` were quadratic)."""
 PARAMETERS["mimo"] = PARAMETERS["qwen3_coder"]
 PARAMETERS["granite4"] = PARAMETERS["hermes"]
+PARAMETERS["granite-20b-fc"] = ('<function_call> {"name": "f", "arguments": {', '"a": "x", ',
+                                '"a": [')
 PARAMETERS["deepseek_v32"] = (DSML_HEAD.replace("tool_calls", "function_calls"),
                               *PARAMETERS["deepseek_v4"][1:])
 PARAMETERS["deepseek_v41"] = tuple(  # type: ignore[assignment]

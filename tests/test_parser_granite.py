@@ -1,8 +1,9 @@
-"""The ``granite4`` tool-call parser. Expected values are vLLM 0.33's answers as recorded in
-tests/fixtures/vllm-0.33 (cases 3000-3081, cited by number; the rules read in
+"""The ``granite4`` and ``granite-20b-fc`` tool-call parsers. Expected values are vLLM 0.33's
+answers as recorded in tests/fixtures/vllm-0.33 (cases 3000-3141, cited by number; the rules read in
 ``vllm/tool_parsers/granite4_tool_parser.py`` are in docs/vllm-compat/granite.md) and, marked,
 the README compatibility rows where we differ on purpose. The machine is hermes'
-(``hermes.GRANITE4``: ``between``, the text around the calls kept). Then: split invariance of
+(``hermes.GRANITE4``: ``between``, the text around the calls kept; ``hermes.GRANITE_20B_FC``:
+``<function_call>``, no closing tag). Then: split invariance of
 the machine and through the app, state round trips, bounded state over a long stream, the
 registry. The model is ``granite4-standin`` (GPT-2's vocabulary with Granite 4.0's added
 tokens at the ids a public listing gives; a stand-in, unverified against IBM's own file).
@@ -238,3 +239,111 @@ def test_registered_as_vllm_names_it() -> None:
     assert TOOLS_BY_TAG[parsers.tag_of("granite4")].name == "granite4"
     with pytest.raises(ValueError, match="not a granite4 state"):
         FMT.step(hermes.FORMAT.start(), "x", False, CONTEXT)
+
+
+# --------------------------------------------------------------------------- granite-20b-fc
+
+FC = hermes.GRANITE_20B_FC
+FCALL = "<function_call>"
+
+
+def fc(name: str, args: str) -> str:
+    return f'{FCALL} {{"name": "{name}", "arguments": {args}}}'
+
+
+def read_fc(text: str, size: int = 0) -> tuple[str, list[list[Any]]]:
+    pieces = [text[i:i + size] for i in range(0, len(text), size)] if size else [text]
+    content, calls = feed_all(FC, pieces or [""], CONTEXT, names_first=True)
+    return content, [[name, _json(args)] for name, args in calls]
+
+
+def test_fc_as_vllm() -> None:
+    for size in (0, 1, 5):
+        assert read_fc(fc("get_weather", PARIS), size) == ("", [["get_weather", P]])  # 3082
+        assert read_fc(fc("get_weather", '{"city": "Rome"}') + " and then " + fc(
+            "get_time", "{}"), size) == ("", [["get_weather", {"city": "Rome"}],
+                                              ["get_time", {}]])  # 3102
+        assert read_fc("Let me check the weather for you.\n" + fc("get_weather", PARIS),
+                       size) == ("Let me check the weather for you.\n",
+                                 [["get_weather", P]])  # 3098
+        assert read_fc("\n\n" + fc("get_weather", PARIS), size) == (
+            "", [["get_weather", P]])  # 3104
+        assert read_fc(fc("get_weather", PARIS) + "\nI will report back shortly.", size) == (
+            "", [["get_weather", P]])  # 3100
+        assert read_fc("<tool_call>" + fc("get_weather", PARIS) + "</tool_call>", size) == (
+            "<tool_call>", [["get_weather", P]])  # 3122
+        assert read_fc(FCALL + ' {"name": "get_weather", "arguments": "x"}', size) == (
+            "", [["get_weather", "x"]])  # 3110
+        for whole in (FCALL + ' {"name": "get_time"}', "Hi " + FCALL,  # 3112, 3120
+                      FCALL + " {'name': 'get_weather', 'arguments': {}}",  # 3114
+                      FCALL + ' {"name": "get_wea'):  # 3124
+            assert read_fc(whole, size) == (whole, []), (whole, size)
+
+
+def test_fc_differences_on_purpose() -> None:
+    """README "granite-20b-fc calls": vLLM makes the whole output content instead."""
+    single = fc("get_weather", PARIS)
+    assert read_fc(single + " " + FCALL + " {oops}") == (
+        FCALL + " {oops}", [["get_weather", P]])  # 3116
+    inside = fc("get_weather", '{"city": "a<function_call>b"}')
+    assert read_fc(inside) == ("", [["get_weather", {"city": "a<function_call>b"}]])  # 3118
+    cut = FCALL + ' {"name": "get_weather", "arguments": {"city": "Par'
+    assert read_fc(cut) == ("", [["get_weather", '{"city": "Par']])  # 3126
+
+
+@pytest.fixture(scope="module")
+def granite_fc(client_for: Any) -> Any:
+    return client_for(GRANITE, None, "granite-20b-fc")
+
+
+@st.composite
+def fc_outputs(draw: st.DrawFn) -> tuple[list[str | int], list[list[Any]]]:
+    parts: list[str | int] = [draw(st.sampled_from(["", "", "\n", "Let me check 🌦.\n"]))]
+    written: list[list[Any]] = []
+    for _ in range(draw(st.integers(0, 3))):
+        name, args = draw(st.sampled_from([
+            ("get_weather", PARIS), ("get_weather", '{"city": "Zürich 東京 😀"}'),
+            ("get_time", "{}")]))
+        parts.append(FCALL + draw(st.sampled_from(["", " ", "\n"]))
+                     + f'{{"name": "{name}", "arguments": {args}}}')
+        written.append([name, json.loads(args)])
+        parts.append(draw(st.sampled_from(["", " ", "\n", " and "])))
+    return [p for p in parts if p != ""], written
+
+
+@settings(max_examples=30, deadline=None)
+@given(data=st.data())
+def test_fc_any_split_of_the_output_folds_to_the_message(granite_fc: Any,
+                                                         data: st.DataObject) -> None:
+    parts, written = data.draw(fc_outputs(), label="output")
+    request = data.draw(requests(MESSAGES, [WEATHER, PING]), label="chat_request")
+    ids = [*ids_of(*parts, name=GRANITE), EOS]
+    choice = run_both(granite_fc, GRANITE, ids, "stop", [1], request, data)
+    if request.get("tools") and request.get("tool_choice", "auto") == "auto":
+        calls = [[c["function"]["name"], json.loads(c["function"]["arguments"])]
+                 for c in choice["message"].get("tool_calls") or []]
+        want = written[:1] if request.get("parallel_tool_calls") is False else written
+        assert calls == json.loads(json.dumps(want))
+
+
+FC_PIECES = ["Hi", " ", "\n", " " * 130, PARIS, "{", "}", '{"name": "get_weather", '
+             '"arguments": ', '{"name": "g", "arguments": {}}', '"', "😀", FCALL, "<function"]
+fc_texts = st.lists(st.sampled_from(FC_PIECES), max_size=14).map("".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=fc_texts, data=st.data())
+def test_fc_any_split_of_a_text_reads_as_the_whole(text: str, data: st.DataObject) -> None:
+    cuts = sorted(data.draw(st.sets(st.integers(0, len(text)), max_size=8), label="cuts"))
+    bounds = [0, *cuts, len(text)]
+    pieces = [text[bounds[i]:bounds[i + 1]] for i in range(len(bounds) - 1)]
+    assert feed_all(FC, [text], CONTEXT, names_first=True) == feed_all(
+        FC, pieces, CONTEXT, names_first=True)
+    check_round_trips(FC, pieces, CONTEXT)
+
+
+def test_fc_registered_as_vllm_names_it() -> None:
+    assert parsers.tool_format("granite-20b-fc") is FC
+    assert TOOLS_BY_TAG[parsers.tag_of("granite-20b-fc")].name == "granite-20b-fc"
+    with pytest.raises(ValueError, match="not a granite-20b-fc state"):
+        FC.step(hermes.FORMAT.start(), "x", False, CONTEXT)

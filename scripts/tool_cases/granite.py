@@ -1,4 +1,5 @@
-"""IBM Granite (cases 3000-…): the ``granite4`` tool parser on ``granite4-standin`` (GPT-2's
+"""IBM Granite (cases 3000-…): the ``granite4`` tool parser (3000-3081) and the
+``granite-20b-fc`` tool parser (3082-…) on ``granite4-standin`` (GPT-2's
 vocabulary padded to 100,256 ids, then Granite 4.0's added tokens at the ids a public listing
 gives: ``<tool_call>`` 100270, ``</tool_call>`` 100271, EOS ``<|end_of_text|>`` 100257; a
 GraniteMoeHybrid config and a minimal Granite 4-style template).
@@ -7,10 +8,15 @@ Usage (`scripts/peer-model-folders.sh granite4-standin` first copies the derived
 
     "$VLLM_PEER"/start.sh granite4-standin 8220 --tool-call-parser granite4 \\
         --enable-auto-tool-choice
-    .venv/bin/python scripts/record_tool_fixtures.py granite 8220
+    "$VLLM_PEER"/start.sh granite4-standin 8221 --tool-call-parser granite-20b-fc \\
+        --enable-auto-tool-choice
+    .venv/bin/python scripts/record_tool_fixtures.py granite 8220 8221
 
 The output is ``<tool_call>{"name": …, "arguments": …}</tool_call>`` calls with text around
-them, then EOS, or none (finish "length"). Every case is recorded non-streaming and streamed.
+them, then EOS, or none (finish "length"). ``granite-20b-fc`` outputs are
+``<function_call> {"name": …, "arguments": …}`` per call, no closing tag (granite-20b-
+functioncalling's own vocabulary, StarCoder's, is not used: ``<function_call>`` is plain text
+in both). Every case is recorded non-streaming and streamed.
 """
 
 from __future__ import annotations
@@ -26,11 +32,16 @@ from tool_cases.shared import NAMED_CHOICE, NONE, REQUIRED, TOOLS, USER, both
 
 MODEL = "granite4-standin"
 END_OF_TEXT = 100257
-G4 = "granite4"
+G4, FC = "granite4", "granite-20b-fc"
 
 SERVERS = {G4: Server(MODEL, ["--served-model-name", MODEL, "--tool-call-parser", "granite4",
                               "--enable-auto-tool-choice"],
                       "granite4 tool parser", "granite4", ("parser:granite4",),
+                      ROOT / "tests" / "models" / MODEL / "tokenizer.json"),
+           FC: Server(MODEL, ["--served-model-name", MODEL, "--tool-call-parser",
+                              "granite-20b-fc", "--enable-auto-tool-choice"],
+                      "granite-20b-fc tool parser", "granite-20b-fc",
+                      ("parser:granite-20b-fc",),
                       ROOT / "tests" / "models" / MODEL / "tokenizer.json")}
 
 OPEN, CLOSE = "<tool_call>", "</tool_call>"
@@ -137,4 +148,68 @@ def prompt(port: int, tokenizer: Tokenizer, chat_request: dict[str, Any]) -> lis
     return render_prompt(port, tokenizer, chat_request)
 
 
-FORMAT = Format(3000, SERVERS, granite4_cases(), tools=TOOLS, user=USER, prompt=prompt)
+FCALL = "<function_call>"
+
+
+def fc(name: str, args: str) -> str:
+    return f'{FCALL} {{"name": "{name}", "arguments": {args}}}'
+
+
+FC_OUTPUTS = {
+    "single": fc("get_weather", PARIS),
+    "compact": FCALL + '{"name":"get_weather","arguments":{"city":"Paris","unit":"c"}}',
+    "parallel": fc("get_weather", '{"city": "Zürich"}') + " "
+    + fc("get_weather", '{"city": "東京 \\"Tokyo\\"\\nline two", "unit": "f"}'),
+    "parallel_newline": fc("get_weather", '{"city": "Rome"}') + "\n" + fc("get_time", "{}"),
+    "typed": fc("set_config", TYPED),
+    "unicode": fc("get_weather", '{"city": "Zürich 東京 😀 \\u00e9\\ud83c\\udf89"}'),
+    "long_value": fc("get_weather", json.dumps({"city": LONG}, ensure_ascii=False)),
+    "no_args": fc("get_time", "{}"),
+    "content_before": "Let me check the weather for you.\n" + fc("get_weather", PARIS),
+    "content_after": fc("get_weather", PARIS) + "\nI will report back shortly.",
+    "content_between": fc("get_weather", '{"city": "Rome"}') + " and then "
+    + fc("get_time", "{}"),
+    "whitespace_before": "\n\n" + fc("get_weather", PARIS),
+    "no_call": "It is sunny in Paris, 22 °C. 😀",
+    "flipped": FCALL + ' {"arguments": {"city": "Paris"}, "name": "get_weather"}',
+    "arguments_string": FCALL + ' {"name": "get_weather", "arguments": "x"}',
+    "no_arguments_key": FCALL + ' {"name": "get_time"}',
+    "invalid_json": FCALL + " {'name': 'get_weather', 'arguments': {}}",
+    "invalid_after_valid": fc("get_weather", PARIS) + " " + FCALL + " {oops}",
+    "marker_in_args": fc("get_weather", '{"city": "a<function_call>b"}'),
+    "marker_alone": "Hi " + FCALL,
+    "tags": "<tool_call>" + fc("get_weather", PARIS) + "</tool_call>",
+}
+FC_TRUNCATED_NAME = FCALL + ' {"name": "get_wea'
+FC_TRUNCATED_ARGS = FCALL + ' {"name": "get_weather", "arguments": {"city": "Par'
+
+
+def fc_cases() -> list[_Case]:
+    cases: list[_Case] = []
+    streams = {"single": "one", "compact": "small", "parallel": "small",
+               "parallel_newline": "mixed", "typed": "mixed", "unicode": "small",
+               "long_value": "mixed", "no_args": "one", "content_before": "mixed",
+               "content_after": "small", "content_between": "small",
+               "whitespace_before": "one", "no_call": "small", "flipped": "small",
+               "arguments_string": "small", "no_arguments_key": "small",
+               "invalid_json": "small", "invalid_after_valid": "small",
+               "marker_in_args": "one", "marker_alone": "one", "tags": "small"}
+    for shape, stream in streams.items():
+        cases += Case(FC, shape, FC_OUTPUTS[shape], stream)
+    cases += Case(FC, "truncated_name", FC_TRUNCATED_NAME, "one", eos=None)
+    cases += Case(FC, "truncated_args", FC_TRUNCATED_ARGS, "small", eos=None)
+    single = FC_OUTPUTS["single"]
+    cases += Case(FC, "tool_choice_none", single, "small", request=NONE)
+    cases += Case(FC, "no_tools", "Sure. " + single, "small", tools=False)
+    cases += Case(FC, "required", single, "small", request=REQUIRED)
+    cases += Case(FC, "named", single, "mixed", request=NAMED_CHOICE)
+    cases += Case(FC, "named_json", PARIS, "small", request=NAMED_CHOICE)
+    cases += Case(FC, "history", fc("get_weather", '{"city": "Paris"}'), "small",
+                  request=HISTORY)
+    cases += Case(FC, "keep_special", "Hi.<|start_of_role|>" + single, "small",
+                  request={"skip_special_tokens": False})
+    return cases
+
+
+FORMAT = Format(3000, SERVERS, granite4_cases() + fc_cases(), tools=TOOLS, user=USER,
+                prompt=prompt)

@@ -12,6 +12,10 @@ calls is content too (vLLM's ``Granite4ToolParser`` joins every text segment), a
 is content only when the whole content is not whitespace alone (vLLM then answers null), so
 whitespace not yet followed by other text is held (``pending``, at most ``MAX_LEADING_SPACE``
 characters in all) across the calls.
+
+``granite-20b-fc`` is the same grammar without a closing tag: ``<function_call>`` then the
+call's JSON object, whose end ends the call; text after it up to the next ``<function_call>``
+is dropped, as vLLM's ``raw_decode`` drops it.
 """
 
 from __future__ import annotations
@@ -82,10 +86,12 @@ def feed(state: HermesState, text: str, final: bool, forced_name: str | None = N
 
     With a forced ``tool_choice`` the output may also be JSON (the engine may have constrained
     it to the schema instead of the model's format): its first character decides. ``tags``
-    are the opening and closing tags as they appear in the text; ``between``: text between
-    and after the calls is content (``granite4``), else it is dropped.
+    are the opening and closing tags as they appear in the text (no closing tag: ``""``, the
+    end of the call's JSON ends it); ``between``: text between and after the calls is
+    content (``granite4``), else it is dropped.
     """
     open_tag, close_tag = tags
+    closers = (close_tag,) if close_tag else ()
     buffer = state.held + text
     # every step goes on with an end of the text: markers are looked up in the whole text,
     # each one's next place once, not in every rest again (quadratic, issue 22)
@@ -139,7 +145,7 @@ def feed(state: HermesState, text: str, final: bool, forced_name: str | None = N
                 calls += 1
                 mode, buffer, scanner, space = ARGS, buffer[match.end():], ValueScan(), ""
                 continue
-            closing = finder.earliest_in(buffer, (close_tag,)) if mode == HEAD else None
+            closing = finder.earliest_in(buffer, closers) if mode == HEAD and closers else None
             close = -1 if closing is None else closing[0]
             closed = 0 <= close < MAX_HEAD
             if not (final or closed or len(buffer) >= MAX_HEAD + len(close_tag)):
@@ -165,17 +171,17 @@ def feed(state: HermesState, text: str, final: bool, forced_name: str | None = N
             started = scanner.started
             end, after = scan(scanner, buffer)
             rest = ""
-            tag_at = _closing_tag(scanner, buffer, close_tag)
+            tag_at = _closing_tag(scanner, buffer, close_tag) if closers else None
             if end is not None and (tag_at is None or end <= tag_at):
                 piece, rest, scanner = buffer[:end], buffer[end:], ValueScan()
-                mode = {TAGGED: TAIL, LISTED: LIST_TAIL, BARE: AFTER}[form]
+                mode = {TAGGED: TAIL if closers else AFTER, LISTED: LIST_TAIL, BARE: AFTER}[form]
             elif tag_at is not None:  # arguments cut short by the closing tag
                 piece, rest = buffer[:tag_at].rstrip(), buffer[tag_at:]
                 scanner, mode = ValueScan(), TAIL
             elif final or after.in_string:
                 piece, scanner = buffer, after
             else:  # whitespace or a partial closing tag may end the arguments: wait
-                cut = len(buffer) - pending_prefix(buffer, (close_tag,))
+                cut = len(buffer) - pending_prefix(buffer, closers)
                 cut = len(buffer[:cut].rstrip())
                 piece, held = buffer[:cut], buffer[cut:]
                 _, scanner = scan(scanner, piece)
@@ -202,7 +208,7 @@ def feed(state: HermesState, text: str, final: bool, forced_name: str | None = N
     if mode == HEAD and space:  # the head waits: read again from the whitespace before it
         mode, held = CONTENT, space + open_tag + held
     new = (BetweenState(mode, held, calls, spoke, scanner, form, pending) if between
-           else HermesState(mode, held, calls, spoke, scanner, form))
+           else type(state)(mode, held, calls, spoke, scanner, form))
     return "".join(content), merge(deltas), new
 
 
@@ -277,3 +283,30 @@ def _decode_between(r: Reader) -> BetweenState:
 GRANITE4 = ToolFormat("granite4", BetweenState, BetweenState, _feed_between, _encode_between,
                       _decode_between)
 """``granite4``: hermes' grammar, text between and after the calls kept as content."""
+
+
+@dataclass(frozen=True, slots=True)
+class FunctionCallState(HermesState):
+    """The state of ``granite-20b-fc`` (hermes' fields; its own type, its own tag)."""
+
+
+FUNCTION_CALL = "<function_call>"
+
+
+def _feed_function_call(state: FunctionCallState, text: str, final: bool,
+                        context: ToolContext
+                        ) -> tuple[str, list[ToolCallDelta], FunctionCallState]:
+    content, deltas, new = feed(state, text, final, context.forced_name, context.required,
+                                (FUNCTION_CALL, ""))
+    assert isinstance(new, FunctionCallState)
+    return content, deltas, new
+
+
+def _decode_function_call(r: Reader) -> FunctionCallState:
+    s = _decode(r)
+    return FunctionCallState(s.mode, s.held, s.calls, s.spoke, s.scan, s.form)
+
+
+GRANITE_20B_FC = ToolFormat("granite-20b-fc", FunctionCallState, FunctionCallState,
+                            _feed_function_call, _encode, _decode_function_call)
+"""``granite-20b-fc``: ``<function_call>`` and a JSON object per call, no closing tag."""
