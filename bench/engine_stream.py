@@ -23,7 +23,8 @@ Three 4096-id outputs, 1 id per chunk, as a thinking model writes a tool call:
   test time): ~3,500 ids of content + ``<tool_call>\n{"name": "get_weather", "arguments":
   {"city": "Lisbon", "notes": "…"}}\n</tool_call>`` (the notes JSON-escaped) + EOS 100257;
   granite-20b-fc (``--only granite-fc``) the same with ``<function_call> {…}`` and no closing
-  tag.
+  tag; LongCat (``--only longcat``, ``longcat`` on Qwen3's vocabulary) with
+  ``<longcat_tool_call>`` tags, EOS 151645.
 
 Each stream is first derendered whole, call after call, and checked: the folded stream and the
 non-streaming answer both give the reasoning text (Granite: the content text), no content
@@ -110,12 +111,22 @@ FORMATS = {
                          "granite4-standin", "granite-20b-fc", 100257,
                          '<function_call> {"name": "get_weather", "arguments": {"city": '
                          '"Lisbon", "notes": "', '"}}', lead="content", json_notes=True),
+    "longcat": Format("LongCat", "qwen3", "layers/tokenizers/qwen3", "layers/tokenizers/qwen3",
+                      "longcat", 151645,
+                      '<longcat_tool_call>\n{"name": "get_weather", "arguments": {"city": '
+                      '"Lisbon", "notes": "', '"}}\n</longcat_tool_call>', lead="content",
+                      json_notes=True),
 }
+
+
+def _folder(name: str) -> Path:
+    """A test model folder by name, or a folder of the repository by its path."""
+    return REPO / name if "/" in name else MODELS / name
 
 
 def models_folder(root: Path, fmt: Format) -> Path:
     """A folder serving the test model with the format's parsers (symlinks)."""
-    source = MODELS / fmt.tokenizer_from
+    source = _folder(fmt.tokenizer_from)
     if not (source / "tokenizer.json").is_file():
         from derender_testing.tokenizer_variants import gunzip_tokenizer
         gunzip_tokenizer(source, source)
@@ -123,8 +134,8 @@ def models_folder(root: Path, fmt: Format) -> Path:
     folder.mkdir()
     (folder / "tokenizer.json").symlink_to(source / "tokenizer.json")
     for name in ("tokenizer_config.json", "config.json", "generation_config.json"):
-        if (MODELS / fmt.configs_from / name).is_file():
-            (folder / name).symlink_to(MODELS / fmt.configs_from / name)
+        if (_folder(fmt.configs_from) / name).is_file():
+            (folder / name).symlink_to(_folder(fmt.configs_from) / name)
     reasoning = fmt.parser if fmt.lead == "reasoning" else None
     (folder / "derender.json").write_text(json.dumps({
         "served_names": [fmt.model], "reasoning_parser": reasoning, "tool_parser": fmt.parser}))

@@ -49,6 +49,8 @@ TEMPLATES: dict[str, str] = {
                  " and VALUE "),
     "granite-20b-fc": ('<function_call> {"name": "NAME", "arguments": {"a": "VALUE", "n": 1}}'
                        " and VALUE "),
+    "longcat": ('<longcat_tool_call>{"name": "NAME", "arguments": {"a": "VALUE", "n": 1}}'
+                "</longcat_tool_call>"),
     "llama3_json": '{"name": "NAME", "parameters": {"a": "VALUE", "n": 1}}; ',
     "pythonic": '[NAME(a="VALUE", n=1), NAME(a="VALUE")]',
     "deepseek_v3": ("<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME\n"
@@ -96,6 +98,8 @@ PARAMETERS: dict[str, tuple[str, str, str]] = {
 (issue 22: thousands of ``<parameter=`` without ``</parameter>`` were quadratic)."""
 PARAMETERS["mimo"] = PARAMETERS["qwen3_coder"]
 PARAMETERS["granite4"] = PARAMETERS["hermes"]
+PARAMETERS["longcat"] = ('<longcat_tool_call>{"name": "f", "arguments": {', '"a": "x", ',
+                         '"a": [')
 PARAMETERS["granite-20b-fc"] = ('<function_call> {"name": "f", "arguments": {', '"a": "x", ',
                                 '"a": [')
 PARAMETERS["deepseek_v32"] = (DSML_HEAD.replace("tool_calls", "function_calls"),

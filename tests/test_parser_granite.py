@@ -1,9 +1,9 @@
-"""The ``granite4`` and ``granite-20b-fc`` tool-call parsers. Expected values are vLLM 0.33's
-answers as recorded in tests/fixtures/vllm-0.33 (cases 3000-3141, cited by number; the rules read in
+"""The ``granite4``, ``granite-20b-fc`` and ``longcat`` tool-call parsers. Expected values are vLLM 0.33's
+answers as recorded in tests/fixtures/vllm-0.33 (cases 3000-3211, cited by number; the rules read in
 ``vllm/tool_parsers/granite4_tool_parser.py`` are in docs/vllm-compat/granite.md) and, marked,
 the README compatibility rows where we differ on purpose. The machine is hermes'
 (``hermes.GRANITE4``: ``between``, the text around the calls kept; ``hermes.GRANITE_20B_FC``:
-``<function_call>``, no closing tag). Then: split invariance of
+``<function_call>``, no closing tag; ``hermes.LONGCAT``: LongCat's tags). Then: split invariance of
 the machine and through the app, state round trips, bounded state over a long stream, the
 registry. The model is ``granite4-standin`` (GPT-2's vocabulary with Granite 4.0's added
 tokens at the ids a public listing gives; a stand-in, unverified against IBM's own file).
@@ -347,3 +347,116 @@ def test_fc_registered_as_vllm_names_it() -> None:
     assert TOOLS_BY_TAG[parsers.tag_of("granite-20b-fc")].name == "granite-20b-fc"
     with pytest.raises(ValueError, match="not a granite-20b-fc state"):
         FC.step(hermes.FORMAT.start(), "x", False, CONTEXT)
+
+
+# --------------------------------------------------------------------------- longcat
+
+LONGCAT = hermes.LONGCAT
+LO, LC = "<longcat_tool_call>", "</longcat_tool_call>"
+QWEN, IM_END = "qwen3", 151645
+
+
+def lc(name: str, args: str) -> str:
+    return f'{LO}\n{{"name": "{name}", "arguments": {args}}}\n{LC}'
+
+
+def read_lc(text: str, size: int = 0, context: ToolContext = CONTEXT
+            ) -> tuple[str, list[list[Any]]]:
+    pieces = [text[i:i + size] for i in range(0, len(text), size)] if size else [text]
+    content, calls = feed_all(LONGCAT, pieces or [""], context, names_first=True)
+    return content, [[name, _json(args)] for name, args in calls]
+
+
+def test_longcat_as_vllm() -> None:
+    single = lc("get_weather", PARIS)
+    for size in (0, 1, 4):
+        assert read_lc(single, size) == ("", [["get_weather", P]])  # 3150
+        assert read_lc("Let me check the weather for you.\n" + single, size) == (
+            "Let me check the weather for you.\n", [["get_weather", P]])  # 3164
+        assert read_lc("\n\n" + single + "\nI will report back shortly.", size) == (
+            "", [["get_weather", P]])  # 3170, 3166
+        unclosed = "Checking.\n" + LO + '{"name": "get_weather", "arguments": ' + PARIS + "}"
+        assert read_lc(unclosed, size) == ("Checking.\n", [["get_weather", P]])  # 3182
+        hermes_tags = OPEN + '{"name": "get_weather", "arguments": {}}' + CLOSE  # 3184
+        assert read_lc(hermes_tags, size) == (hermes_tags, [])
+        for whole in (LO + '{"name": "get_time"}' + LC,  # 3176
+                      LO + "{'name': 'get_weather', 'arguments': {}}" + LC,  # 3178
+                      LO + '\n{"name": "get_wea'):  # 3188
+            assert read_lc(whole, size) == (whole, []), (whole, size)
+
+
+def test_longcat_reads_only_its_tags_under_a_forced_choice() -> None:  # 3198-3205
+    single = lc("get_weather", PARIS)
+    for context in (ToolContext(spell=SPELL, required=True),
+                    ToolContext(spell=SPELL, forced_name="get_weather")):
+        assert read_lc(single, 0, context) == ("", [["get_weather", P]])
+        for json_form in (PARIS, '[{"name": "get_weather", "parameters": {"city": "Paris"}}]'):
+            assert read_lc(json_form, 0, context) == (json_form, [])
+
+
+def test_longcat_differences_on_purpose() -> None:  # README hermes rows: 3180, 3190
+    bad = LO + '{"oops": 1}' + LC
+    assert read_lc(lc("get_weather", PARIS) + bad) == (bad, [["get_weather", P]])
+    cut = LO + '\n{"name": "get_weather", "arguments": {"city": "Par'
+    assert read_lc(cut) == ("", [["get_weather", '{"city": "Par']])
+
+
+@pytest.fixture(scope="module")
+def longcat(client_for: Any) -> Any:
+    return client_for(QWEN, None, "longcat")
+
+
+@st.composite
+def lc_outputs(draw: st.DrawFn) -> tuple[list[str | int], list[list[Any]]]:
+    parts: list[str | int] = [draw(st.sampled_from(["", "", "\n", "Let me check 🌦.\n"]))]
+    written: list[list[Any]] = []
+    for _ in range(draw(st.integers(0, 3))):
+        name, args = draw(st.sampled_from([
+            ("get_weather", PARIS), ("get_weather", '{"city": "Zürich 東京 😀"}'),
+            ("get_time", "{}")]))
+        parts.append(f'{LO}{draw(st.sampled_from(["", chr(10)]))}'
+                     f'{{"name": "{name}", "arguments": {args}}}')
+        written.append([name, json.loads(args)])
+        parts.append(draw(st.sampled_from([LC, LC, "\n" + LC + "\n", ""])))
+        if parts[-1] == "":
+            break
+    return [p for p in parts if p != ""], written
+
+
+@settings(max_examples=30, deadline=None)
+@given(data=st.data())
+def test_longcat_any_split_of_the_output_folds_to_the_message(longcat: Any,
+                                                              data: st.DataObject) -> None:
+    parts, written = data.draw(lc_outputs(), label="output")
+    request = data.draw(requests(MESSAGES, [WEATHER, PING]), label="chat_request")
+    ids = [*ids_of(*parts, name=QWEN), IM_END]
+    choice = run_both(longcat, QWEN, ids, "stop", [1], request, data)
+    if request.get("tools") and request.get("tool_choice", "auto") == "auto":
+        calls = [[c["function"]["name"], json.loads(c["function"]["arguments"])]
+                 for c in choice["message"].get("tool_calls") or []]
+        want = written[:1] if request.get("parallel_tool_calls") is False else written
+        assert calls == json.loads(json.dumps(want))
+
+
+LC_PIECES = ["Hi", " ", "\n", " " * 130, PARIS, "{", "}", '{"name": "get_weather", '
+             '"arguments": ', '{"name": "g", "arguments": {}}', '"', "😀", LO, LC, "<longcat_",
+             "</longcat"]
+lc_texts = st.lists(st.sampled_from(LC_PIECES), max_size=14).map("".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=lc_texts, data=st.data())
+def test_longcat_any_split_of_a_text_reads_as_the_whole(text: str, data: st.DataObject) -> None:
+    cuts = sorted(data.draw(st.sets(st.integers(0, len(text)), max_size=8), label="cuts"))
+    bounds = [0, *cuts, len(text)]
+    pieces = [text[bounds[i]:bounds[i + 1]] for i in range(len(bounds) - 1)]
+    assert feed_all(LONGCAT, [text], CONTEXT, names_first=True) == feed_all(
+        LONGCAT, pieces, CONTEXT, names_first=True)
+    check_round_trips(LONGCAT, pieces, CONTEXT)
+
+
+def test_longcat_registered_as_vllm_names_it() -> None:
+    assert parsers.tool_format("longcat") is LONGCAT
+    assert TOOLS_BY_TAG[parsers.tag_of("longcat")].name == "longcat"
+    with pytest.raises(ValueError, match="not a longcat state"):
+        LONGCAT.step(hermes.FORMAT.start(), "x", False, CONTEXT)

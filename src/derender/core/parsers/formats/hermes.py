@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from derender.core.decoding.markers import Finder, pending_prefix
 from derender.core.parsers.json_value import STRING_PATTERN, ValueScan, scan
@@ -262,51 +263,63 @@ FORMAT = ToolFormat("hermes", HermesState, HermesState, _feed, _encode, _decode)
 """Tag 0: hermes states are laid out as before formats were tagged."""
 
 
-def _feed_between(state: BetweenState, text: str, final: bool, context: ToolContext
-                  ) -> tuple[str, list[ToolCallDelta], BetweenState]:
-    content, deltas, new = feed(state, text, final, context.forced_name, context.required,
-                (context.spelled(OPEN), context.spelled(CLOSE)), between=True)
-    assert isinstance(new, BetweenState)
-    return content, deltas, new
-
-
-def _encode_between(state: BetweenState, w: Writer) -> None:
-    _encode(state, w)
-    w.text(state.pending)
-
-
-def _decode_between(r: Reader) -> BetweenState:
-    s = _decode(r)
-    return BetweenState(s.mode, s.held, s.calls, s.spoke, s.scan, s.form, r.text())
-
-
-GRANITE4 = ToolFormat("granite4", BetweenState, BetweenState, _feed_between, _encode_between,
-                      _decode_between)
-"""``granite4``: hermes' grammar, text between and after the calls kept as content."""
-
-
 @dataclass(frozen=True, slots=True)
 class FunctionCallState(HermesState):
     """The state of ``granite-20b-fc`` (hermes' fields; its own type, its own tag)."""
 
 
+@dataclass(frozen=True, slots=True)
+class LongcatState(HermesState):
+    """The state of ``longcat`` (hermes' fields; its own type, its own tag)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Variant:
+    """How a format of hermes' grammar differs from hermes (data for the one machine)."""
+
+    name: str
+    tags: tuple[str, str]
+    """Opening and closing tags (``""``: no closing tag, the call's JSON ends it)."""
+    between: bool = False
+    """Text between and after the calls is content (``feed``'s ``between``)."""
+    json_forms: bool = True
+    """Under a forced ``tool_choice`` the JSON-schema forms are read too; False where vLLM
+    constrains the output to the model's own tags (a structural tag) and reads only those."""
+
+
+H = TypeVar("H", bound=HermesState)
+
+
+def variant(v: Variant, kind: type[H]) -> ToolFormat[H]:
+    """The ``ToolFormat`` of a variant whose states are ``kind``."""
+    def step(state: H, text: str, final: bool, context: ToolContext
+             ) -> tuple[str, list[ToolCallDelta], H]:
+        tags = (context.spelled(v.tags[0]), context.spelled(v.tags[1]) if v.tags[1] else "")
+        content, deltas, new = feed(state, text, final,
+                                    context.forced_name if v.json_forms else None,
+                                    context.required and v.json_forms, tags, v.between)
+        assert isinstance(new, kind)
+        return content, deltas, new
+
+    def encode(state: H, w: Writer) -> None:
+        _encode(state, w)
+        if isinstance(state, BetweenState):
+            w.text(state.pending)
+
+    def decode(r: Reader) -> H:
+        s = _decode(r)
+        fields = (s.mode, s.held, s.calls, s.spoke, s.scan, s.form)
+        return kind(*fields, r.text()) if v.between else kind(*fields)  # type: ignore[call-arg]
+
+    return ToolFormat(v.name, kind, kind, step, encode, decode)
+
+
 FUNCTION_CALL = "<function_call>"
-
-
-def _feed_function_call(state: FunctionCallState, text: str, final: bool,
-                        context: ToolContext
-                        ) -> tuple[str, list[ToolCallDelta], FunctionCallState]:
-    content, deltas, new = feed(state, text, final, context.forced_name, context.required,
-                                (FUNCTION_CALL, ""))
-    assert isinstance(new, FunctionCallState)
-    return content, deltas, new
-
-
-def _decode_function_call(r: Reader) -> FunctionCallState:
-    s = _decode(r)
-    return FunctionCallState(s.mode, s.held, s.calls, s.spoke, s.scan, s.form)
-
-
-GRANITE_20B_FC = ToolFormat("granite-20b-fc", FunctionCallState, FunctionCallState,
-                            _feed_function_call, _encode, _decode_function_call)
+GRANITE4 = variant(Variant("granite4", (OPEN, CLOSE), between=True), BetweenState)
+"""``granite4``: hermes' grammar, text between and after the calls kept as content."""
+GRANITE_20B_FC = variant(Variant("granite-20b-fc", (FUNCTION_CALL, "")), FunctionCallState)
 """``granite-20b-fc``: ``<function_call>`` and a JSON object per call, no closing tag."""
+LONGCAT = variant(Variant("longcat", ("<longcat_tool_call>", "</longcat_tool_call>"),
+                          json_forms=False), LongcatState)
+"""``longcat``: hermes with LongCat's tags; under a forced ``tool_choice`` only the tags are
+read (vLLM's structural tag "longcat")."""
