@@ -1,6 +1,6 @@
 """The ``granite4``, ``granite-20b-fc`` and ``longcat`` tool-call parsers. Expected values are
-vLLM 0.33's answers as recorded in tests/fixtures/vllm-0.33 (cases 3000-3211, cited by number; the rules read in
-``vllm/tool_parsers/granite4_tool_parser.py`` are in docs/vllm-compat/granite.md) and, marked,
+vLLM 0.33's answers as recorded in tests/fixtures/vllm-0.33 (cases 3000-3211, cited by number;
+the rules read in vLLM's parsers are in docs/vllm-compat/granite.md) and, marked,
 the README compatibility rows where we differ on purpose. The machine is hermes'
 (``hermes.GRANITE4``: ``between``, the text around the calls kept; ``hermes.GRANITE_20B_FC``:
 ``<function_call>``, no closing tag; ``hermes.LONGCAT``: LongCat's tags). Then: split invariance of
