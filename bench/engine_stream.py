@@ -26,8 +26,16 @@ Three 4096-id outputs, 1 id per chunk, as a thinking model writes a tool call:
   \n</tool_call>`` + EOS 151645. Holo2: the same output read by the ``holo2`` reasoning parser
   and the ``qwen3_coder`` tool parser.
 
+  Granite 4 (``granite4`` tool parser alone, ``granite4-standin``, its vocabulary derived at
+  test time): ~3,500 ids of content + ``<tool_call>\n{"name": "get_weather", "arguments":
+  {"city": "Lisbon", "notes": "…"}}\n</tool_call>`` (the notes JSON-escaped) + EOS 100257;
+  granite-20b-fc (``--only granite-fc``) the same with ``<function_call> {…}`` and no closing
+  tag; LongCat (``--only longcat``, ``longcat`` on Qwen3's vocabulary) with
+  ``<longcat_tool_call>`` tags, EOS 151645.
+
 Each stream is first derendered whole, call after call, and checked: the folded stream and the
-non-streaming answer both give the reasoning text, no content and the one ``get_weather`` call
+non-streaming answer both give the reasoning text (Granite: the content text), no content
+(Granite: no reasoning) and the one ``get_weather`` call
 with the arguments built. Then chunks 10, 1,000 (reasoning) and 4,000 (inside the ``notes``
 value) are replayed with the state the stream had there (verify + decode, derender, encode +
 sign), interleaved, medians, gc off. Target: flat, chunk 4,000 / chunk 10 ≤ 1.2×.
@@ -83,6 +91,11 @@ class Format:
     """The reasoning parser (default: ``parser``)."""
     folder: Path | None = None
     """Where the tokenizer and configs are (default: ``tests/models/<tokenizer_from>``)."""
+    lead: str = "reasoning"
+    """What the ~3,500 ids before the call are: "reasoning" (the format is both parsers) or
+    "content" (a tool parser alone, the call after the text)."""
+    json_notes: bool = False
+    """The notes value is inside a JSON string (escaped as JSON)."""
 
 
 FORMATS = {
@@ -106,15 +119,33 @@ FORMATS = {
                     "Lisbon\n</parameter>\n<parameter=notes>\n",
                     "\n</parameter>\n</function>\n</tool_call>",
                     folder=REPO / "layers" / "tokenizers" / "qwen3"),
+    "granite": Format("Granite 4", "granite4-standin", "granite4-standin", "granite4-standin",
+                      "granite4", 100257,
+                      '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Lisbon", '
+                      '"notes": "', '"}}\n</tool_call>', lead="content", json_notes=True),
+    "granite-fc": Format("granite-20b-fc", "granite4-standin", "granite4-standin",
+                         "granite4-standin", "granite-20b-fc", 100257,
+                         '<function_call> {"name": "get_weather", "arguments": {"city": '
+                         '"Lisbon", "notes": "', '"}}', lead="content", json_notes=True),
+    "longcat": Format("LongCat", "qwen3", "layers/tokenizers/qwen3", "layers/tokenizers/qwen3",
+                      "longcat", 151645,
+                      '<longcat_tool_call>\n{"name": "get_weather", "arguments": {"city": '
+                      '"Lisbon", "notes": "', '"}}\n</longcat_tool_call>', lead="content",
+                      json_notes=True),
 }
 FORMATS["holo2"] = Format("Holo2", "qwen3", "qwen3", "qwen3", "qwen3_coder", 151645,
                           FORMATS["step5"].head, FORMATS["step5"].tail, reasoning_parser="holo2",
                           folder=REPO / "layers" / "tokenizers" / "qwen3")
 
 
+def _folder(name: str) -> Path:
+    """A test model folder by name, or a folder of the repository by its path."""
+    return REPO / name if "/" in name else MODELS / name
+
+
 def models_folder(root: Path, fmt: Format) -> Path:
     """A folder serving the test model with the format's parsers (symlinks)."""
-    source = fmt.folder or MODELS / fmt.tokenizer_from
+    source = fmt.folder or _folder(fmt.tokenizer_from)
     if not (source / "tokenizer.json").is_file():
         from derender_testing.tokenizer_variants import gunzip_tokenizer
         gunzip_tokenizer(source, source)
@@ -122,12 +153,12 @@ def models_folder(root: Path, fmt: Format) -> Path:
     folder.mkdir()
     (folder / "tokenizer.json").symlink_to(source / "tokenizer.json")
     for name in ("tokenizer_config.json", "config.json", "generation_config.json"):
-        configs = fmt.folder or MODELS / fmt.configs_from
+        configs = fmt.folder or _folder(fmt.configs_from)
         if (configs / name).is_file():
             (folder / name).symlink_to(configs / name)
+    reasoning = (fmt.reasoning_parser or fmt.parser) if fmt.lead == "reasoning" else None
     (folder / "derender.json").write_text(json.dumps({
-        "served_names": [fmt.model], "reasoning_parser": fmt.reasoning_parser or fmt.parser,
-        "tool_parser": fmt.parser}))
+        "served_names": [fmt.model], "reasoning_parser": reasoning, "tool_parser": fmt.parser}))
     return folder
 
 
@@ -145,16 +176,18 @@ def build(fmt: Format, tokenizer: Tokenizer) -> Output:
         return list(tokenizer.encode(text, add_special_tokens=False).ids)
 
     notes = tokenizer.decode(real_text_ids(tokenizer, NOTES_IDS), skip_special_tokens=False)
-    call = encode(fmt.head + notes + fmt.tail)
-    if tokenizer.decode(call, skip_special_tokens=False) != fmt.head + notes + fmt.tail:
+    written = json.dumps(notes, ensure_ascii=False)[1:-1] if fmt.json_notes else notes
+    call = encode(fmt.head + written + fmt.tail)
+    if tokenizer.decode(call, skip_special_tokens=False) != fmt.head + written + fmt.tail:
         raise SystemExit(f"{fmt.name}: the call's ids do not decode to its text")
     count = STREAM_IDS - len(call) - 1
     reasoning = real_text_ids(tokenizer, count + 3000, CORPUS)[3000:]
     ids = [*reasoning, *call, fmt.eos]
     if len(ids) != STREAM_IDS:
         raise SystemExit(f"built {len(ids)} ids, not {STREAM_IDS}")
+    lead = tokenizer.decode(reasoning, skip_special_tokens=False)
     return Output(ids, encode("What's the weather in Lisbon?"),
-                  tokenizer.decode(reasoning, skip_special_tokens=False).rstrip(),
+                  lead.rstrip() if fmt.lead == "reasoning" else lead,
                   {"city": "Lisbon", "notes": notes}, len(reasoning))
 
 
@@ -172,9 +205,11 @@ def body(fmt: Format, ids: list[int], finish: str | None, prompt: list[int], sta
     return data
 
 
-def check(name: str, folded: Folded, output: Output) -> None:
+def check(name: str, folded: Folded, output: Output, lead: str = "reasoning") -> None:
     calls = [folded.calls[i] for i in sorted(folded.calls)]
-    if (folded.reasoning != output.reasoning or folded.content.strip() or len(calls) != 1
+    said, other = ((folded.reasoning, folded.content) if lead == "reasoning"
+                   else (folded.content, folded.reasoning))
+    if (said != output.reasoning or other.strip() or len(calls) != 1
             or calls[0][0] != "get_weather" or json.loads(calls[0][1]) != output.arguments):
         raise SystemExit(f"{name}: the stream is not the reasoning and the call it was built of")
 
@@ -196,7 +231,7 @@ def run(fmt: Format, args: argparse.Namespace, root: Path) -> None:
         bodies.append(request)
         sizes.append(len(token))
         folded.add(chunk)
-    check(f"{fmt.name} stream", folded, output)
+    check(f"{fmt.name} stream", folded, output, fmt.lead)
     message = derender_chat(DerenderChatRequest.model_validate({
         "model": fmt.model, "prompt_token_ids": output.prompt,
         "generate_response": {"request_id": "e1", "prompt_token_ids": output.prompt, "choices": [
@@ -206,24 +241,25 @@ def run(fmt: Format, args: argparse.Namespace, root: Path) -> None:
     whole = Folded(reasoning=message["reasoning"] or "", content=message["content"] or "")
     for i, tool_call in enumerate(message.get("tool_calls") or []):
         whole.calls[i] = [tool_call["function"]["name"], tool_call["function"]["arguments"]]
-    check(f"{fmt.name} non-streaming", whole, output)
+    check(f"{fmt.name} non-streaming", whole, output, fmt.lead)
     positions = [Position(1, n, n - 1, tokenizer.decode(output.ids[n - 1:n],
                                                         skip_special_tokens=False),
                           bodies[n - 1]) for n in POSITIONS]
     rounds = max(100, int(ROUNDS * args.scale))
     time_passes(positions, model, rounds, args.passes, f"{fmt.name} pass", load_before)
     print(f"{fmt.name} ({fmt.parser} on {fmt.model}): {STREAM_IDS} ids, 1 id per chunk: "
-          f"{output.call_at} ids of reasoning, then a get_weather call of "
+          f"{output.call_at} ids of {fmt.lead}, then a get_weather call of "
           f"{STREAM_IDS - output.call_at - 1} ids and EOS; {rounds} rounds × {args.passes} "
           "passes, medians in µs. Checked: the folded stream and the non-streaming answer give "
-          "the reasoning, no content and the one call with the arguments built.")
+          f"the {fmt.lead}, no {'content' if fmt.lead == 'reasoning' else 'reasoning'} and the "
+          "one call with the arguments built.")
     print()
     print("| chunk | part of | chunk text | verify+decode µs | derender µs | encode+sign µs "
           "| total µs | total / chunk 10 |")
     print("|---:|---|---|---:|---:|---:|---:|---:|")
     first = positions[0]
     for p in positions:
-        part = "reasoning" if p.chunk <= output.call_at else "tool call (notes value)"
+        part = fmt.lead if p.chunk <= output.call_at else "tool call (notes value)"
         print(f"| {p.chunk} | {part} | `{p.piece!r}` | {p.med(0) / 1e3:.2f} "
               f"| {p.med(1) / 1e3:.2f} | {p.med(2) / 1e3:.2f} | {p.med(3) / 1e3:.2f} "
               f"| {p.med(3) / first.med(3):.2f}× |")

@@ -45,6 +45,12 @@ DSML_CALL = ('<｜DSML｜{w}>\n<｜DSML｜invoke name="NAME">\n'
 M3 = "]<]minimax[>["
 TEMPLATES: dict[str, str] = {
     "hermes": '<tool_call>{"name": "NAME", "arguments": {"a": "VALUE", "n": 1}}</tool_call>',
+    "granite4": ('<tool_call>{"name": "NAME", "arguments": {"a": "VALUE", "n": 1}}</tool_call>'
+                 " and VALUE "),
+    "granite-20b-fc": ('<function_call> {"name": "NAME", "arguments": {"a": "VALUE", "n": 1}}'
+                       " and VALUE "),
+    "longcat": ('<longcat_tool_call>{"name": "NAME", "arguments": {"a": "VALUE", "n": 1}}'
+                "</longcat_tool_call>"),
     "llama3_json": '{"name": "NAME", "parameters": {"a": "VALUE", "n": 1}}; ',
     "pythonic": '[NAME(a="VALUE", n=1), NAME(a="VALUE")]',
     "deepseek_v3": ("<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME\n"
@@ -92,6 +98,11 @@ PARAMETERS: dict[str, tuple[str, str, str]] = {
 """One call of many parameters: its head, a complete parameter, a parameter never closed
 (issue 22: thousands of ``<parameter=`` without ``</parameter>`` were quadratic)."""
 PARAMETERS["mimo"] = PARAMETERS["step5"] = PARAMETERS["qwen3_coder"]
+PARAMETERS["granite4"] = PARAMETERS["hermes"]
+PARAMETERS["longcat"] = ('<longcat_tool_call>{"name": "f", "arguments": {', '"a": "x", ',
+                         '"a": [')
+PARAMETERS["granite-20b-fc"] = ('<function_call> {"name": "f", "arguments": {', '"a": "x", ',
+                                '"a": [')
 PARAMETERS["deepseek_v32"] = (DSML_HEAD.replace("tool_calls", "function_calls"),
                               *PARAMETERS["deepseek_v4"][1:])
 PARAMETERS["deepseek_v41"] = tuple(  # type: ignore[assignment]

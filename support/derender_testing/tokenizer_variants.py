@@ -162,6 +162,55 @@ def derive_kimi_standin(source: Path, target: Path) -> bool:
     return derive(source, target, build)
 
 
+GRANITE4_BASE_SIZE = 100_256
+GRANITE4_SPECIAL = {
+    100256: ("<|pad|>", True), 100257: ("<|end_of_text|>", True),
+    100258: ("<|fim_prefix|>", False), 100259: ("<|fim_middle|>", False),
+    100260: ("<|fim_suffix|>", False), 100261: ("<|fim_pad|>", False),
+    100262: ("<|filename|>", False), 100263: ("<|reponame|>", False),
+    100264: ("<|start_of_role|>", True), 100265: ("<|end_of_role|>", True),
+    100266: ("<|unused_1|>", True), 100267: ("<|start_of_plugin|>", True),
+    100268: ("<|end_of_plugin|>", True), 100269: ("<|unk|>", True),
+    100270: ("<tool_call>", False), 100271: ("</tool_call>", False),
+    100272: ("<tool_response>", False), 100273: ("</tool_response>", False),
+    100274: ("<think>", False), 100275: ("</think>", False),
+    100276: ("<think_on>", True), 100277: ("<think_off>", True),
+    100278: ("<schema>", True), 100279: ("</schema>", True),
+    100280: ("<tools>", True), 100281: ("</tools>", True),
+    100282: ("<documents>", True), 100283: ("</documents>", True)}
+"""``granite4-standin``: Granite 4.0's added tokens (id: text, special) as a public listing of
+Granite 4.0 H's control tokens gives them (unverified against IBM's own file): ``<tool_call>``
+100270 and ``</tool_call>`` 100271 single tokens, not special; ``<|end_of_text|>`` 100257 the
+EOS. Granite's own 100k byte-level BPE cannot be had offline here, so the base vocabulary below
+100256 is GPT-2's (``gpt2``, 50,257 ids) padded with unreachable ``<|standin_pad_N|>``
+entries."""
+
+
+def derive_granite4_standin(source: Path, target: Path) -> bool:
+    """``target``'s tokenizer files from ``source``'s (GPT-2's): the stand-in Granite 4.0
+    vocabulary (``GRANITE4_SPECIAL``). Deterministic; git-ignored like the other derived
+    files."""
+    def build(tokenizer: Any, config: Any) -> None:
+        vocab = tokenizer["model"]["vocab"]
+        for token_id in range(len(vocab), GRANITE4_BASE_SIZE):
+            vocab[f"<|standin_pad_{token_id}|>"] = token_id
+        added = [{"id": token_id, "content": text, "single_word": False, "lstrip": False,
+                  "rstrip": False, "normalized": False, "special": special}
+                 for token_id, (text, special) in sorted(GRANITE4_SPECIAL.items())]
+        tokenizer["added_tokens"] = [*tokenizer["added_tokens"], *added]
+        config.clear()
+        config.update({
+            "added_tokens_decoder": {str(t["id"]): {k: v for k, v in t.items() if k != "id"}
+                                     for t in tokenizer["added_tokens"]},
+            "bos_token": "<|end_of_text|>", "eos_token": "<|end_of_text|>",
+            "unk_token": "<|unk|>", "pad_token": "<|pad|>",
+            "add_bos_token": False, "add_eos_token": False,
+            "clean_up_tokenization_spaces": False, "model_max_length": 131072,
+            "tokenizer_class": "PreTrainedTokenizerFast"})
+
+    return derive(source, target, build)
+
+
 GEMMA4_RENAMED = {46: "<|tool>", 47: "<tool|>", 48: "<|tool_call>", 49: "<tool_call|>",
                   50: "<|tool_response>", 51: "<tool_response|>", 52: '<|"|>', 98: "<|think|>",
                   100: "<|channel>", 101: "<channel|>", 105: "<|turn>", 106: "<turn|>"}

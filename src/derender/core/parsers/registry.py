@@ -214,6 +214,12 @@ _EVERY = Reads.EVERY_OUTPUT
 
 TOOL_RECORDS: tuple[ToolRecord, ...] = (
     _own("hermes", "hermes", "FORMAT", 0, aliases=("qwen3_json",), markers=QWEN3_TOOLS),
+    # i19-granite: Granite 4.0's <tool_call> JSON, text around the calls kept (hermes' machine)
+    _own("granite4", "hermes", "GRANITE4", 60, markers=QWEN3_TOOLS),
+    # i19-granite: granite-20b-functioncalling's <function_call> JSON, no closing tag
+    _own("granite-20b-fc", "hermes", "GRANITE_20B_FC", 61),
+    # i19-granite: LongCat-Flash, hermes with <longcat_tool_call> tags
+    _own("longcat", "hermes", "LONGCAT", 62),
     _own("llama3_json", "llama3_json", "FORMAT", 1, aliases=("llama4_json",),
          markers=(PYTHON_TAG,)),
     _own("pythonic", "pythonic", "FORMAT", 2),

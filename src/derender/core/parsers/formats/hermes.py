@@ -6,6 +6,16 @@ soon as ``{"name": "…", "arguments":`` has been read, then the arguments strea
 writes them (``json_value.scan`` finds their end). Text between and after calls is dropped,
 as vLLM does. A ``<tool_call>`` whose head cannot be read comes back as content, so no text
 is lost. State: the mode, a short holdback, the call counter and the arguments scanner.
+
+``granite4`` is the same grammar with one difference, ``between``: text between and after the
+calls is content too (vLLM's ``Granite4ToolParser`` joins every text segment), and whitespace
+is content only when the whole content is not whitespace alone (vLLM then answers null), so
+whitespace not yet followed by other text is held (``pending``, at most ``MAX_LEADING_SPACE``
+characters in all) across the calls.
+
+``granite-20b-fc`` is the same grammar without a closing tag: ``<function_call>`` then the
+call's JSON object, whose end ends the call; text after it up to the next ``<function_call>``
+is dropped, as vLLM's ``raw_decode`` drops it.
 """
 
 from __future__ import annotations
@@ -13,6 +23,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from derender.core.decoding.markers import Finder, pending_prefix
 from derender.core.parsers.json_value import STRING_PATTERN, ValueScan, scan
@@ -60,22 +71,35 @@ class HermesState(ToolState):
     form: str = TAGGED
 
 
+@dataclass(frozen=True, slots=True)
+class BetweenState(HermesState):
+    """The state of a ``between`` format (``granite4``)."""
+
+    pending: str = ""
+    """Whitespace read before any other content (around calls), said with the next other
+    text, dropped at the end when a call was read."""
+
+
 def feed(state: HermesState, text: str, final: bool, forced_name: str | None = None,
-         required: bool = False, tags: tuple[str, str] = (OPEN, CLOSE)
+         required: bool = False, tags: tuple[str, str] = (OPEN, CLOSE), between: bool = False
          ) -> tuple[str, list[ToolCallDelta], HermesState]:
     """Content and tool-call deltas for new text; ``final`` settles what was held back.
 
     With a forced ``tool_choice`` the output may also be JSON (the engine may have constrained
     it to the schema instead of the model's format): its first character decides. ``tags``
-    are the opening and closing tags as they appear in the text.
+    are the opening and closing tags as they appear in the text (no closing tag: ``""``, the
+    end of the call's JSON ends it); ``between``: text between and after the calls is
+    content (``granite4``), else it is dropped.
     """
     open_tag, close_tag = tags
+    closers = (close_tag,) if close_tag else ()
     buffer = state.held + text
     # every step goes on with an end of the text: markers are looked up in the whole text,
     # each one's next place once, not in every rest again (quadratic, issue 22)
     finder = Finder(buffer)
     mode, calls, spoke, scanner = state.mode, state.calls, state.spoke, state.scan
     form = state.form
+    pending = state.pending if isinstance(state, BetweenState) else ""
     space = ""
     """Whitespace before the ``<tool_call>`` being read (at most ``MAX_LEADING_SPACE``
     characters): dropped with a call, content if the call turns out unreadable. While the
@@ -99,13 +123,17 @@ def feed(state: HermesState, text: str, final: bool, forced_name: str | None = N
             found = finder.earliest_in(buffer, (open_tag,))
             if found is None:  # forced tool choice: whitespace alone is no content
                 out, held, spoke = leading_text(buffer, (open_tag,), final, spoke,
-                                                bool(forced_name or required))
-                content.append(out)
+                                                bool(forced_name or required) or calls > 0)
+                if out:
+                    content.append(pending + out)
+                    pending = ""
                 break
             before = buffer[:found[0]]
-            if leads_content(before, spoke):
-                content.append(before)
-                spoke = True
+            if leads_content(pending + before, spoke):
+                content.append(pending + before)
+                spoke, pending = True, ""
+            elif between:  # said if other content follows
+                pending += before
             else:  # dropped with the call, unless it turns out unreadable
                 space = before
             mode, buffer = HEAD, buffer[found[0] + len(open_tag):]
@@ -118,7 +146,7 @@ def feed(state: HermesState, text: str, final: bool, forced_name: str | None = N
                 calls += 1
                 mode, buffer, scanner, space = ARGS, buffer[match.end():], ValueScan(), ""
                 continue
-            closing = finder.earliest_in(buffer, (close_tag,)) if mode == HEAD else None
+            closing = finder.earliest_in(buffer, closers) if mode == HEAD and closers else None
             close = -1 if closing is None else closing[0]
             closed = 0 <= close < MAX_HEAD
             if not (final or closed or len(buffer) >= MAX_HEAD + len(close_tag)):
@@ -136,25 +164,25 @@ def feed(state: HermesState, text: str, final: bool, forced_name: str | None = N
             # comes back as content, with the whitespace before it (as vLLM returns the
             # whole output then).
             cut = close + len(close_tag) if closed else min(len(buffer), MAX_HEAD)
-            content.append(space + (open_tag if mode == HEAD else "[") + buffer[:cut])
-            spoke, mode, buffer, space = True, CONTENT, buffer[cut:], ""
+            content.append(pending + space + (open_tag if mode == HEAD else "[") + buffer[:cut])
+            spoke, mode, buffer, space, pending = True, CONTENT, buffer[cut:], "", ""
             if not buffer:
                 break
         elif mode == ARGS:
             started = scanner.started
             end, after = scan(scanner, buffer)
             rest = ""
-            tag_at = _closing_tag(scanner, buffer, close_tag)
+            tag_at = _closing_tag(scanner, buffer, close_tag) if closers else None
             if end is not None and (tag_at is None or end <= tag_at):
                 piece, rest, scanner = buffer[:end], buffer[end:], ValueScan()
-                mode = {TAGGED: TAIL, LISTED: LIST_TAIL, BARE: AFTER}[form]
+                mode = {TAGGED: TAIL if closers else AFTER, LISTED: LIST_TAIL, BARE: AFTER}[form]
             elif tag_at is not None:  # arguments cut short by the closing tag
                 piece, rest = buffer[:tag_at].rstrip(), buffer[tag_at:]
                 scanner, mode = ValueScan(), TAIL
             elif final or after.in_string:
                 piece, scanner = buffer, after
             else:  # whitespace or a partial closing tag may end the arguments: wait
-                cut = len(buffer) - pending_prefix(buffer, (close_tag,))
+                cut = len(buffer) - pending_prefix(buffer, closers)
                 cut = len(buffer[:cut].rstrip())
                 piece, held = buffer[:cut], buffer[cut:]
                 _, scanner = scan(scanner, piece)
@@ -177,11 +205,12 @@ def feed(state: HermesState, text: str, final: bool, forced_name: str | None = N
                 _, held = unread(buffer, (marker,), final)
                 break
             buffer = buffer[found[0] + len(marker):]
-            mode = AFTER if mode == TAIL else HEAD
+            mode = (CONTENT if between else AFTER) if mode == TAIL else HEAD
     if mode == HEAD and space:  # the head waits: read again from the whitespace before it
         mode, held = CONTENT, space + open_tag + held
-    return ("".join(content), merge(deltas),
-            HermesState(mode, held, calls, spoke, scanner, form))
+    new = (BetweenState(mode, held, calls, spoke, scanner, form, pending) if between
+           else type(state)(mode, held, calls, spoke, scanner, form))
+    return "".join(content), merge(deltas), new
 
 
 def _flipped_call(region: str) -> tuple[str, str] | None:
@@ -232,3 +261,65 @@ def _decode(r: Reader) -> HermesState:
 
 FORMAT = ToolFormat("hermes", HermesState, HermesState, _feed, _encode, _decode)
 """Tag 0: hermes states are laid out as before formats were tagged."""
+
+
+@dataclass(frozen=True, slots=True)
+class FunctionCallState(HermesState):
+    """The state of ``granite-20b-fc`` (hermes' fields; its own type, its own tag)."""
+
+
+@dataclass(frozen=True, slots=True)
+class LongcatState(HermesState):
+    """The state of ``longcat`` (hermes' fields; its own type, its own tag)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Variant:
+    """How a format of hermes' grammar differs from hermes (data for the one machine)."""
+
+    name: str
+    tags: tuple[str, str]
+    """Opening and closing tags (``""``: no closing tag, the call's JSON ends it)."""
+    between: bool = False
+    """Text between and after the calls is content (``feed``'s ``between``)."""
+    json_forms: bool = True
+    """Under a forced ``tool_choice`` the JSON-schema forms are read too; False where vLLM
+    constrains the output to the model's own tags (a structural tag) and reads only those."""
+
+
+H = TypeVar("H", bound=HermesState)
+
+
+def variant(v: Variant, kind: type[H]) -> ToolFormat[H]:
+    """The ``ToolFormat`` of a variant whose states are ``kind``."""
+    def step(state: H, text: str, final: bool, context: ToolContext
+             ) -> tuple[str, list[ToolCallDelta], H]:
+        tags = (context.spelled(v.tags[0]), context.spelled(v.tags[1]) if v.tags[1] else "")
+        content, deltas, new = feed(state, text, final,
+                                    context.forced_name if v.json_forms else None,
+                                    context.required and v.json_forms, tags, v.between)
+        assert isinstance(new, kind)
+        return content, deltas, new
+
+    def encode(state: H, w: Writer) -> None:
+        _encode(state, w)
+        if isinstance(state, BetweenState):
+            w.text(state.pending)
+
+    def decode(r: Reader) -> H:
+        s = _decode(r)
+        fields = (s.mode, s.held, s.calls, s.spoke, s.scan, s.form)
+        return kind(*fields, r.text()) if v.between else kind(*fields)  # type: ignore[call-arg]
+
+    return ToolFormat(v.name, kind, kind, step, encode, decode)
+
+
+FUNCTION_CALL = "<function_call>"
+GRANITE4 = variant(Variant("granite4", (OPEN, CLOSE), between=True), BetweenState)
+"""``granite4``: hermes' grammar, text between and after the calls kept as content."""
+GRANITE_20B_FC = variant(Variant("granite-20b-fc", (FUNCTION_CALL, "")), FunctionCallState)
+"""``granite-20b-fc``: ``<function_call>`` and a JSON object per call, no closing tag."""
+LONGCAT = variant(Variant("longcat", ("<longcat_tool_call>", "</longcat_tool_call>"),
+                          json_forms=False), LongcatState)
+"""``longcat``: hermes with LongCat's tags; under a forced ``tool_choice`` only the tags are
+read (vLLM's structural tag "longcat")."""
