@@ -19,11 +19,11 @@ def earliest(text: str, markers: Sequence[str], start: int = 0) -> tuple[int, st
     return best
 
 
-def pending_prefix(text: str, markers: Sequence[str]) -> int:
-    """Length of the longest end of ``text`` that is a proper prefix of a marker."""
+def pending_prefix(text: str, markers: Sequence[str], start: int = 0) -> int:
+    """Length of the longest end of ``text[start:]`` that is a proper prefix of a marker."""
     longest = 0
     for marker in markers:
-        for size in range(min(len(marker) - 1, len(text)), longest, -1):
+        for size in range(min(len(marker) - 1, len(text) - start), longest, -1):
             if text.endswith(marker[:size]):
                 longest = size
                 break

@@ -16,6 +16,7 @@ Schema typing lives in ``schema.py``.
 from __future__ import annotations
 
 import json
+import re
 
 from derender.core.decoding.markers import pending_prefix
 from derender.core.parsers.json_value import ValueScan
@@ -57,6 +58,28 @@ def member(key: str, first: bool, brace: bool = True) -> str:
 
 
 # whitespace
+
+_SPACE = re.compile(r"\s*")
+"""``str.isspace`` characters (``\\s`` matches exactly those)."""
+
+
+def skip_space(text: str, pos: int, chars: str | None = None) -> int:
+    """Where ``text[pos:].lstrip(chars)`` begins in ``text``: a machine reading a long text
+    by position skips whitespace in place instead of stripping a copy of the rest."""
+    if chars is None:
+        match = _SPACE.match(text, pos)
+        return pos if match is None else match.end()
+    while pos < len(text) and text[pos] in chars:
+        pos += 1
+    return pos
+
+
+def strip_end(text: str, start: int, end: int) -> int:
+    """Where ``text[start:end].rstrip()`` ends in ``text`` (read in place)."""
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    return end
+
 
 def unread(buffer: str, markers: tuple[str, ...], final: bool) -> tuple[str, str]:
     """``buffer`` as (the text to read now, the end held back because it may begin one of

@@ -84,11 +84,13 @@ class _NotLiteralError(Exception):
     """The text is not a call with literal keyword arguments."""
 
 
-def translate(state: Literals, text: str) -> tuple[str, Literals, int | None, int | None]:
-    """JSON text of ``text`` read from ``state``; the state after it; the index just past the
-    call's ``)`` (the rest is not read), or None; the index where the text stopped being a
-    literal call (JSON text up to there is returned), or None."""
-    scanner = _Scanner(state)
+def translate(state: Literals, text: str, start: int = 0
+              ) -> tuple[str, Literals, int | None, int | None]:
+    """JSON text of ``text[start:]`` read from ``state``; the state after it; the index in
+    ``text`` just past the call's ``)`` (the rest is not read), or None; the index where the
+    text stopped being a literal call (JSON text up to there is returned), or None. The text
+    is read in place (a machine reading a long text by position passes it, not a copy)."""
+    scanner = _Scanner(state, start)
     try:
         end = scanner.run(text)
     except _NotLiteralError:
@@ -110,12 +112,12 @@ def json_char(ch: str, written: bool = True) -> str:
 
 
 class _Scanner:
-    def __init__(self, state: Literals) -> None:
+    def __init__(self, state: Literals, start: int = 0) -> None:
         self.stack, self.token, self.kind = state.stack, state.token, state.kind
         self.quote, self.triple, self.raw, self.fmt = (state.quote, state.triple, state.raw,
                                                        state.fmt)
         self.out: list[str] = []
-        self.pos = 0
+        self.pos = start
 
     def state(self) -> Literals:
         return Literals(self.stack, self.token, self.kind, self.quote, self.triple, self.raw,

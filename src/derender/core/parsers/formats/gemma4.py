@@ -34,13 +34,14 @@ flags, the nesting depth and the parenthesis balance.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, replace
 from enum import IntEnum, IntFlag
 from typing import Any
 
-from derender.core.decoding.markers import earliest, pending_prefix
+from derender.core.decoding.markers import Finder, earliest, pending_prefix
 from derender.core.parsers import schema
-from derender.core.parsers.primitives import escape, member, merge, split_space, unread
+from derender.core.parsers.primitives import escape, member, merge, skip_space, split_space
 from derender.core.parsers.reasoning import ReasoningFormat
 from derender.core.parsers.schema import STRING
 from derender.core.parsers.tools import ToolCallDelta, ToolContext, ToolFormat, ToolState
@@ -54,6 +55,8 @@ MAX_VALUE = 1024
 """Characters of a value held until its end (typed); past that it streams as a string."""
 MAX_SPACE = 256
 """Trailing whitespace of content held back (dropped if a call follows); more is content."""
+_BARE_END = re.compile(r"[,}\]]")
+"""What ends a bare value."""
 
 REASONING = ReasoningFormat(
     "gemma4", ends_implicitly=(TOOL_START,), drops_late_end=True, start=CHANNEL_START,
@@ -185,30 +188,34 @@ def feed(state: Gemma4State, text: str, final: bool, context: ToolContext
     run = _Run(replace(state, held=""), context)
     start, end = context.spelled(TOOL_START), context.spelled(TOOL_END)
     buffer = state.held + text
-    while buffer:
+    size = len(buffer)
+    pos = 0
+    """Where the text not read yet begins: ``buffer`` is read in place, by position (a copy
+    of the rest at every marker is quadratic, issue 22), and markers are looked up in the
+    whole text, each one's next place once."""
+    finder = Finder(buffer)
+    while pos < size:
         mode = run.s.mode
         if mode == CONTENT:
-            found = earliest(buffer, (start,))
+            found = finder.earliest((start,), pos)
             if found is None:
-                now, held = unread(buffer, (start,), final)
-                run.say(now)
-                run.set(held=held)
+                hold = 0 if final else pending_prefix(buffer, (start,), pos)
+                run.say(buffer[pos:size - hold])
+                run.set(held=buffer[size - hold:])
                 break
-            run.say(buffer[:found[0]])
+            run.say(buffer[pos:found[0]])
             run.set(mode=PRE, acc="", space="")
-            buffer = buffer[found[0] + len(start):]
+            pos = found[0] + len(start)
             continue
         stops = (end, start)
-        found = earliest(buffer, stops)
-        region = buffer if found is None else buffer[:found[0]]
-        hold = 0 if final or found is not None else pending_prefix(buffer, stops)
-        region = region[:len(region) - hold]
+        found = finder.earliest(stops, pos)
+        hold = 0 if final or found is not None else pending_prefix(buffer, stops, pos)
         ended = final or found is not None
-        _call(run, region, ended)
+        _call(run, buffer[pos:(size if found is None else found[0]) - hold], ended)
         if found is None:
-            run.set(held=buffer[len(buffer) - hold:] if hold else "")
+            run.set(held=buffer[size - hold:] if hold else "")
             break
-        buffer = buffer[found[0] + (len(end) if found[1] == end else 0):]
+        pos = found[0] + (len(end) if found[1] == end else 0)
         run.set(mode=CONTENT, acc="", key="", fn="", depth=0, parens=0,
                 flags=run.s.flags & KEPT)
     if final and run.s.mode != CONTENT:  # the output ends inside a call
@@ -256,37 +263,38 @@ def _call(run: _Run, region: str, ended: bool) -> None:
             return
         else:
             if not counted:  # vLLM's closer rule counts the body's parentheses
-                piece, counted = region[i:], True
-                run.set(parens=run.s.parens + piece.count(")") - piece.count("("))
+                counted = True
+                run.set(parens=run.s.parens + region.count(")", i) - region.count("(", i))
             i = _body(run, region, i)
     if ended and run.s.mode in BODY and run.s.mode != SKIP:
         _finish(run)
 
 
 def _body(run: _Run, region: str, i: int) -> int:
-    """Read the body from ``region[i]``; where reading stopped."""
+    """Read the body from ``region[i]``; where reading stopped. The region is read in place,
+    by position (a copy of its rest at every field is quadratic in a call of many fields)."""
     mode, q = run.s.mode, run.q
-    piece = region[i:]
     if run.has(STOPPED):
         return len(region)
     if mode == KEY:
-        text = (run.s.acc + piece) if run.s.acc else piece.lstrip(" ,\n\t")
-        colon = text.find(":")
+        acc = run.s.acc
+        at = i if acc else skip_space(region, i, " ,\n\t")
+        colon = region.find(":", at)
         if colon < 0:
+            text = acc + region[at:]
             run.set(acc=text if len(text) <= MAX_NAME else "")
             run.flag(STOPPED, len(text) > MAX_NAME)
             return len(region)
-        key = text[:colon].strip()
+        key = (acc + region[at:colon]).strip()
         if key.startswith(q) and key.endswith(q):
             key = key[len(q):-len(q)]
         run.set(key=key, acc="", mode=GAP)
-        return len(region) - (len(text) - colon - 1)
+        return colon + 1
     if mode == GAP:
-        rest = piece.lstrip(" \n\t")
-        at = len(region) - len(rest)
-        if not rest:
+        at = skip_space(region, i, " \n\t")
+        if at == len(region):
             return len(region)
-        if rest.startswith(q):
+        if region.startswith(q, at):
             if schema.param_types(run.context.tools, run.s.fn, run.s.key) == STRING:
                 run.open_field(run.s.key)
                 run.args('"')
@@ -295,46 +303,46 @@ def _body(run: _Run, region: str, i: int) -> int:
             else:
                 run.set(mode=STR, acc=q)
             return at + len(q)
-        if rest[0] in "{[":
-            run.set(mode=NEST, acc=rest[0], depth=1)
+        if region[at] in "{[":
+            run.set(mode=NEST, acc=region[at], depth=1)
             run.flag(INSTR, False)
-            run.flag(ARRAY, rest[0] == "[")
+            run.flag(ARRAY, region[at] == "[")
             return at + 1
         run.set(mode=BARE, acc="")
         return at
     if mode == STR:
-        close = piece.find(q)
+        close = region.find(q, i)
         if close < 0:
-            _more(run, piece)
+            _more(run, region[i:])
             return len(region)
-        _end_value(run, piece[:close], q)
-        return i + close + len(q)
+        _end_value(run, region[i:close], q)
+        return close + len(q)
     if mode == BARE:
-        stop = min((at for at in (piece.find(c) for c in ",}]") if at >= 0), default=-1)
-        if stop < 0:
-            _more(run, piece)
+        stop = _BARE_END.search(region, i)
+        if stop is None:
+            _more(run, region[i:])
             return len(region)
-        _end_value(run, piece[:stop], "")
-        return i + stop  # the terminator is read again as the start of the next key
+        _end_value(run, region[i:stop.start()], "")
+        return stop.start()  # the terminator is read again as the start of the next key
     # NEST: to the matching bracket, <|"|> strings skipped
     opener, closer = ("[", "]") if run.has(ARRAY) else ("{", "}")
-    depth, inside, j = run.s.depth, run.has(INSTR), 0
-    while j < len(piece):
-        if piece.startswith(q, j):
+    depth, inside, j = run.s.depth, run.has(INSTR), i
+    while j < len(region):
+        if region.startswith(q, j):
             inside, j = not inside, j + len(q)
             continue
         if not inside:
-            depth += (piece[j] == opener) - (piece[j] == closer)
+            depth += (region[j] == opener) - (region[j] == closer)
             if depth == 0:
                 break
         j += 1
     run.set(depth=depth)
     run.flag(INSTR, inside)
     if depth:
-        _more(run, piece)
+        _more(run, region[i:])
         return len(region)
-    _end_value(run, piece[:j + 1], "")
-    return i + j + 1
+    _end_value(run, region[i:j + 1], "")
+    return j + 1
 
 
 def _more(run: _Run, piece: str) -> None:

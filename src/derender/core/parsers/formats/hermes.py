@@ -26,14 +26,15 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 from derender.core.decoding.markers import Finder, pending_prefix
-from derender.core.parsers.json_value import STRING_PATTERN, ValueScan, scan
+from derender.core.parsers.json_value import STRING_PATTERN, ValueScan, loads, scan
 from derender.core.parsers.primitives import (
     leading_text,
     leads_content,
     merge,
     scan_bits,
+    skip_space,
+    strip_end,
     unpack_scan,
-    unread,
 )
 from derender.core.parsers.tools import ToolCallDelta, ToolContext, ToolFormat, ToolState
 from derender.core.state.codec import Reader, Writer
@@ -94,8 +95,11 @@ def feed(state: HermesState, text: str, final: bool, forced_name: str | None = N
     open_tag, close_tag = tags
     closers = (close_tag,) if close_tag else ()
     buffer = state.held + text
-    # every step goes on with an end of the text: markers are looked up in the whole text,
-    # each one's next place once, not in every rest again (quadratic, issue 22)
+    size = len(buffer)
+    pos = 0
+    """Where the text not read yet begins: ``buffer`` is read in place, by position (a copy
+    of the rest at every marker is quadratic, issue 22), and markers are looked up in the
+    whole text, each one's next place once."""
     finder = Finder(buffer)
     mode, calls, spoke, scanner = state.mode, state.calls, state.spoke, state.scan
     form = state.form
@@ -108,27 +112,28 @@ def feed(state: HermesState, text: str, final: bool, forced_name: str | None = N
     content: list[str] = []
     deltas: list[ToolCallDelta] = []
     held = ""
-    while buffer or final:
+    while pos < size or final:
         if mode == CONTENT and not spoke and calls == 0 and (forced_name or required):
-            first = buffer.lstrip()[:1]
+            at = skip_space(buffer, pos)
+            first = buffer[at:at + 1]
             if required and first == "[":
-                form, mode, buffer = LISTED, LIST_HEAD, buffer[buffer.index("[") + 1:]
+                form, mode, pos = LISTED, LIST_HEAD, buffer.index("[", pos) + 1
                 continue
             if forced_name and first == "{":
                 deltas.append(ToolCallDelta(calls, forced_name, ""))
                 calls += 1
-                form, mode, buffer, scanner = BARE, ARGS, buffer.lstrip(), ValueScan()
+                form, mode, pos, scanner = BARE, ARGS, skip_space(buffer, pos), ValueScan()
                 continue
         if mode == CONTENT:
-            found = finder.earliest_in(buffer, (open_tag,))
+            found = finder.earliest((open_tag,), pos)
             if found is None:  # forced tool choice: whitespace alone is no content
-                out, held, spoke = leading_text(buffer, (open_tag,), final, spoke,
+                out, held, spoke = leading_text(buffer[pos:], (open_tag,), final, spoke,
                                                 bool(forced_name or required) or calls > 0)
                 if out:
                     content.append(pending + out)
                     pending = ""
                 break
-            before = buffer[:found[0]]
+            before = buffer[pos:found[0]]
             if leads_content(pending + before, spoke):
                 content.append(pending + before)
                 spoke, pending = True, ""
@@ -136,75 +141,79 @@ def feed(state: HermesState, text: str, final: bool, forced_name: str | None = N
                 pending += before
             else:  # dropped with the call, unless it turns out unreadable
                 space = before
-            mode, buffer = HEAD, buffer[found[0] + len(open_tag):]
-        elif mode == LIST_HEAD and _LIST_END.match(buffer):
-            mode, buffer = AFTER, ""
+            mode, pos = HEAD, found[0] + len(open_tag)
+        elif mode == LIST_HEAD and _LIST_END.match(buffer, pos):
+            mode, pos = AFTER, size
         elif mode in (HEAD, LIST_HEAD):
-            match = (_HEAD if mode == HEAD else _LIST_HEAD).match(buffer)
-            if match is not None and match.end() <= MAX_HEAD:
+            match = (_HEAD if mode == HEAD else _LIST_HEAD).match(buffer, pos)
+            if match is not None and match.end() - pos <= MAX_HEAD:
                 deltas.append(ToolCallDelta(calls, json.loads(f'"{match.group(1)}"'), ""))
                 calls += 1
-                mode, buffer, scanner, space = ARGS, buffer[match.end():], ValueScan(), ""
+                mode, pos, scanner, space = ARGS, match.end(), ValueScan(), ""
                 continue
-            closing = finder.earliest_in(buffer, closers) if mode == HEAD and closers else None
-            close = -1 if closing is None else closing[0]
+            closing = finder.earliest(closers, pos) if mode == HEAD and closers else None
+            close = -1 if closing is None else closing[0] - pos
             closed = 0 <= close < MAX_HEAD
-            if not (final or closed or len(buffer) >= MAX_HEAD + len(close_tag)):
-                held = buffer
+            if not (final or closed or size - pos >= MAX_HEAD + len(close_tag)):
+                held = buffer[pos:]
                 break
-            region = buffer[:close] if closed else buffer
-            flipped = _flipped_call(region) if mode == HEAD and (closed or final) else None
+            flipped = None
+            if mode == HEAD and closed:
+                flipped = _flipped_call(buffer[pos:pos + close])
+            elif mode == HEAD and final:
+                flipped = _flipped_call(buffer, pos)
             if flipped is not None:  # {"arguments": …, "name": …}: read whole
                 deltas.append(ToolCallDelta(calls, *flipped))
                 calls += 1
-                mode, buffer = AFTER, buffer[close + len(close_tag):] if closed else ""
+                mode, pos = AFTER, pos + close + len(close_tag) if closed else size
                 space = ""
                 continue
             # Not a call we can read: its text (to its closing tag, or MAX_HEAD characters)
             # comes back as content, with the whitespace before it (as vLLM returns the
             # whole output then).
-            cut = close + len(close_tag) if closed else min(len(buffer), MAX_HEAD)
-            content.append(pending + space + (open_tag if mode == HEAD else "[") + buffer[:cut])
-            spoke, mode, buffer, space, pending = True, CONTENT, buffer[cut:], "", ""
-            if not buffer:
+            cut = close + len(close_tag) if closed else min(size - pos, MAX_HEAD)
+            content.append(pending + space + (open_tag if mode == HEAD else "[")
+                           + buffer[pos:pos + cut])
+            spoke, mode, pos, space, pending = True, CONTENT, pos + cut, "", ""
+            if pos >= size:
                 break
         elif mode == ARGS:
             started = scanner.started
-            end, after = scan(scanner, buffer)
-            rest = ""
-            tag_at = _closing_tag(scanner, buffer, close_tag) if closers else None
+            tag_at = _closing_tag(scanner, finder, close_tag, pos) if closers else None
+            end, after = scan(scanner, buffer, pos, size if tag_at is None else tag_at)
+            rest = size
             if end is not None and (tag_at is None or end <= tag_at):
-                piece, rest, scanner = buffer[:end], buffer[end:], ValueScan()
+                piece, rest, scanner = buffer[pos:end], end, ValueScan()
                 mode = {TAGGED: TAIL if closers else AFTER, LISTED: LIST_TAIL, BARE: AFTER}[form]
             elif tag_at is not None:  # arguments cut short by the closing tag
-                piece, rest = buffer[:tag_at].rstrip(), buffer[tag_at:]
+                piece, rest = buffer[pos:tag_at].rstrip(), tag_at
                 scanner, mode = ValueScan(), TAIL
             elif final or after.in_string:
-                piece, scanner = buffer, after
+                piece, scanner = buffer[pos:], after
             else:  # whitespace or a partial closing tag may end the arguments: wait
-                cut = len(buffer) - pending_prefix(buffer, closers)
-                cut = len(buffer[:cut].rstrip())
-                piece, held = buffer[:cut], buffer[cut:]
-                _, scanner = scan(scanner, piece)
+                cut = strip_end(buffer, pos, size - pending_prefix(buffer, closers, pos))
+                piece, held = buffer[pos:cut], buffer[cut:]
+                _, scanner = scan(scanner, buffer, pos, cut)
             if not started:
                 piece = piece.lstrip()
             if piece:
                 deltas.append(ToolCallDelta(calls - 1, None, piece))
             if mode == ARGS:
                 break
-            buffer = rest
+            pos = rest
         elif mode == LIST_TAIL:  # the element's "}", then "," (next call) or "]"
-            found = finder.earliest_in(buffer, (",", "]"))
+            found = finder.earliest((",", "]"), pos)
             if found is None:
                 break
-            mode, buffer = (LIST_HEAD if found[1] == "," else AFTER), buffer[found[0] + 1:]
+            mode, pos = (LIST_HEAD if found[1] == "," else AFTER), found[0] + 1
         else:  # TAIL, AFTER: drop text up to the next marker
             marker = close_tag if mode == TAIL else open_tag
-            found = finder.earliest_in(buffer, (marker,))
+            found = finder.earliest((marker,), pos)
             if found is None:
-                _, held = unread(buffer, (marker,), final)
+                if not final:  # the end that may begin the marker
+                    held = buffer[size - pending_prefix(buffer, (marker,), pos):]
                 break
-            buffer = buffer[found[0] + len(marker):]
+            pos = found[0] + len(marker)
             mode = (CONTENT if between else AFTER) if mode == TAIL else HEAD
     if mode == HEAD and space:  # the head waits: read again from the whitespace before it
         mode, held = CONTENT, space + open_tag + held
@@ -213,28 +222,32 @@ def feed(state: HermesState, text: str, final: bool, forced_name: str | None = N
     return "".join(content), merge(deltas), new
 
 
-def _flipped_call(region: str) -> tuple[str, str] | None:
-    """Name and raw arguments of a whole call written arguments first, if it reads as one."""
-    match = _FLIPPED.match(region)
+def _flipped_call(text: str, start: int = 0) -> tuple[str, str] | None:
+    """Name and raw arguments of a whole call written arguments first, if ``text[start:]``
+    reads as one."""
+    match = _FLIPPED.match(text, start)
     if match is None:
         return None
     try:
-        call = json.loads(region)
+        call = loads(text, start)
     except ValueError:
         return None
     if not isinstance(call, dict) or not isinstance(call.get("name"), str):
         return None
-    end, _ = scan(ValueScan(), region[match.end():])
-    return None if end is None else (call["name"], region[match.end():match.end() + end])
+    end, _ = scan(ValueScan(), text, match.end())
+    return None if end is None else (call["name"], text[match.end():end])
 
 
-def _closing_tag(scanner: ValueScan, text: str, close_tag: str) -> int | None:
-    """Position of the first closing tag in ``text`` that is not inside a JSON string."""
-    at = text.find(close_tag)
+def _closing_tag(scanner: ValueScan, finder: Finder, close_tag: str, start: int
+                 ) -> int | None:
+    """Position of the first closing tag in the finder's text from ``start`` that is not
+    inside a JSON string (the value scanned on from one tag to the next, once)."""
+    at = finder.find(close_tag, start)
     while at >= 0:
-        if not scan(scanner, text[:at])[1].in_string:
+        _, scanner = scan(scanner, finder.text, start, at)
+        if not scanner.in_string:
             return at
-        at = text.find(close_tag, at + 1)
+        start, at = at, finder.find(close_tag, at + 1)
     return None
 
 

@@ -41,7 +41,13 @@ from derender.core.parsers.json_value import (
     could_be_head,
     scan,
 )
-from derender.core.parsers.primitives import MAX_LEADING_SPACE, merge, scan_bits, unpack_scan
+from derender.core.parsers.primitives import (
+    MAX_LEADING_SPACE,
+    merge,
+    scan_bits,
+    skip_space,
+    unpack_scan,
+)
 from derender.core.parsers.tools import ToolCallDelta, ToolContext, ToolFormat, ToolState
 from derender.core.state.codec import Reader, Writer
 
@@ -82,116 +88,120 @@ def feed(state: Llama3JsonState, text: str, final: bool, context: ToolContext
     tag = context.spelled(PYTHON_TAG)
     forced = context.forced_name is not None or context.required
     buffer = state.held + text
-    # every step goes on with an end of the text: markers are looked up in the whole text,
-    # each one's next place once, not in every rest again (quadratic, issue 22)
+    size = len(buffer)
+    pos = 0
+    """Where the text not read yet begins: ``buffer`` is read in place, by position (a copy
+    of the rest at every marker is quadratic, issue 22), and markers are looked up in the
+    whole text, each one's next place once."""
     finder = Finder(buffer)
     mode, calls, spoke, scanner, bare = state.mode, state.calls, state.spoke, state.scan, state.bare
     lead = state.lead
     content: list[str] = []
     deltas: list[ToolCallDelta] = []
     held = ""
-    while buffer or final:
+    while pos < size or final:
         if mode == CONTENT:
-            found = finder.earliest_in(buffer, ("{", tag))
-            if not spoke and calls == 0 and buffer.lstrip(_WS).startswith("["):
-                at = len(buffer) - len(buffer.lstrip(_WS))
-                if found is None or at < found[0]:
+            found = finder.earliest(("{", tag), pos)
+            if not spoke and calls == 0:
+                at = skip_space(buffer, pos, _WS)
+                if buffer.startswith("[", at) and (found is None or at < found[0]):
                     found = (at, "[")
             if found is None:
-                hold = 0 if final else pending_prefix(buffer, (tag,))
-                out = buffer[:len(buffer) - hold]
+                hold = 0 if final else pending_prefix(buffer, (tag,), pos)
+                out = buffer[pos:size - hold]
                 if not spoke and not out.strip():  # whitespace alone so far
                     if not final:  # its last MAX_LEADING_SPACE may precede a call
                         hold += min(len(out), MAX_LEADING_SPACE)
-                        out = buffer[:len(buffer) - hold]
+                        out = buffer[pos:size - hold]
                     elif forced:  # forced tool choice: whitespace alone is no content
                         out = out[:max(0, len(out) - MAX_LEADING_SPACE)]
                 content.append(out)
                 spoke = spoke or bool(out.strip())
-                held = buffer[len(buffer) - hold:]
+                held = buffer[size - hold:]
                 break
             at, marker = found
-            before = buffer[:at]
+            before = buffer[pos:at]
             lead = 0
             if spoke or before.strip():
                 content.append(before)
                 spoke = True
             else:  # whitespace: its last MAX_LEADING_SPACE go with what follows
                 lead = min(len(before), MAX_LEADING_SPACE)
-                content.append(before[:at - lead])
-            mode, buffer = (OBJECT if marker == "{" else OPENER), buffer[at - lead:]
+                content.append(before[:len(before) - lead])
+            mode, pos = (OBJECT if marker == "{" else OPENER), at - lead
         elif mode == OPENER:  # whitespace (lead), then "[" and/or <|python_tag|>, then "{"
-            pos, space, more = lead, 0, False
+            at, space, more = pos + lead, 0, False
             parts: list[str] = []
             while True:
-                rest = buffer[pos:]
                 if parts:
-                    gap = len(rest) - len(rest.lstrip(_WS))
-                    pos, space, rest = pos + gap, space + gap, rest[gap:]
+                    gap = skip_space(buffer, at, _WS) - at
+                    at, space = at + gap, space + gap
                     if space > MAX_LEADING_SPACE:
                         break
-                    if rest.startswith("{"):
+                    if buffer.startswith("{", at):
                         break
-                part = next((p for p in (tag, "[") if p not in parts and rest.startswith(p)),
-                            None)
+                part = next((p for p in (tag, "[")
+                             if p not in parts and buffer.startswith(p, at)), None)
                 if part is None:
-                    more = not final and (not rest or (tag not in parts and tag.startswith(rest)))
+                    more = not final and (at == size or (
+                        tag not in parts and size - at <= len(tag)
+                        and tag.startswith(buffer[at:])))
                     break
                 parts.append(part)
-                pos += len(part)
-            if buffer.startswith("{", pos) and space <= MAX_LEADING_SPACE:
-                mode, lead = OBJECT, pos
+                at += len(part)
+            if buffer.startswith("{", at) and space <= MAX_LEADING_SPACE:
+                mode, lead = OBJECT, at - pos
             elif more:
-                held = buffer
+                held = buffer[pos:]
                 break
             else:  # not followed by a call: the whitespace and the first part are content
-                first = lead + len(parts[0])
-                content.append(buffer[:first])
-                spoke, mode, buffer, lead = True, CONTENT, buffer[first:], 0
+                first = pos + lead + len(parts[0])
+                content.append(buffer[pos:first])
+                spoke, mode, pos, lead = True, CONTENT, first, 0
         elif mode == OBJECT:  # an opener (``lead`` characters), then "{"
-            obj = buffer[lead:]
-            match = _HEAD.match(obj)
-            if match is not None and match.end() <= MAX_HEAD:
+            obj = pos + lead
+            match = _HEAD.match(buffer, obj)
+            if match is not None and match.end() - obj <= MAX_HEAD:
                 deltas.append(ToolCallDelta(calls, json.loads(f'"{match.group(1)}"'), ""))
                 calls += 1
-                mode, buffer, scanner, bare = ARGS, obj[match.end():], ValueScan(), False
+                mode, pos, scanner, bare = ARGS, match.end(), ValueScan(), False
                 lead = 0
                 continue
-            if not final and len(obj) < MAX_HEAD and could_be_head(obj):
-                held = buffer
+            if not final and size - obj < MAX_HEAD and could_be_head(buffer, obj):
+                held = buffer[pos:]
                 break
             if context.forced_name is not None and calls == 0 and not spoke:
                 deltas.append(ToolCallDelta(calls, context.forced_name, ""))
                 calls += 1
-                mode, buffer, scanner, bare, lead = ARGS, obj, ValueScan(), True, 0
+                mode, pos, scanner, bare, lead = ARGS, obj, ValueScan(), True, 0
                 continue
             cut = 1  # not an object with keys: only its "{" is passed
-            if obj[1:].lstrip(_WS).startswith('"'):
-                end, _ = scan(ValueScan(), obj[:MAX_HEAD])
-                if end is None and not final and len(obj) < MAX_HEAD:
-                    held = buffer
+            if buffer.startswith('"', skip_space(buffer, obj + 1, _WS)):
+                end, _ = scan(ValueScan(), buffer, obj, obj + MAX_HEAD)
+                if end is None and not final and size - obj < MAX_HEAD:
+                    held = buffer[pos:]
                     break
-                call = None if end is None else _whole_call(obj[:end])
+                call = None if end is None else _whole_call(buffer[obj:end])
                 if call is not None and end is not None:
                     deltas.append(ToolCallDelta(calls, *call))
                     calls += 1
-                    mode, buffer, lead = AFTER, obj[end:], 0
+                    mode, pos, lead = AFTER, end, 0
                     continue
-                cut = min(len(obj), MAX_HEAD) if end is None else end
+                cut = min(size - obj, MAX_HEAD) if end is None else end - obj
             if calls:  # after the calls, what is not a call is dropped
-                mode, buffer = AFTER, obj[cut:]
+                mode, pos = AFTER, obj + cut
             else:  # not a call: its text (with the opener before it) is content
-                content.append(buffer[:lead + cut])
-                spoke, mode, buffer = True, CONTENT, obj[cut:]
+                content.append(buffer[pos:obj + cut])
+                spoke, mode, pos = True, CONTENT, obj + cut
             lead = 0
         elif mode == ARGS:
             started = scanner.started
-            value_end, after = scan(scanner, buffer)
-            piece, rest = buffer, ""
+            value_end, after = scan(scanner, buffer, pos)
+            stop = size if value_end is None else value_end
+            piece = buffer[pos:stop]
             if value_end is None:
                 scanner = after
             else:
-                piece, rest = buffer[:value_end], buffer[value_end:]
                 scanner = ValueScan(started=True, depth=1)  # the rest of the call's object
                 mode = AFTER if bare else TAIL
             if not started:
@@ -200,19 +210,18 @@ def feed(state: Llama3JsonState, text: str, final: bool, context: ToolContext
                 deltas.append(ToolCallDelta(calls - 1, None, piece))
             if mode == ARGS:
                 break
-            buffer = rest
+            pos = stop
         elif mode == TAIL:  # other keys of the call's object, then its "}"
-            object_end, after = scan(scanner, buffer)
+            object_end, after = scan(scanner, buffer, pos)
             if object_end is None:
                 scanner = after
                 break
-            mode, buffer, scanner = AFTER, buffer[object_end:], ValueScan()
+            mode, pos, scanner = AFTER, object_end, ValueScan()
         else:  # AFTER: only calls are read
-            brace = finder.earliest_in(buffer, ("{",))
-            at = -1 if brace is None else brace[0]
-            if at < 0:
+            brace = finder.earliest(("{",), pos)
+            if brace is None:
                 break
-            mode, buffer = OBJECT, buffer[at:]
+            mode, pos = OBJECT, brace[0]
     return ("".join(content), merge(deltas),
             Llama3JsonState(mode, held, calls, spoke, scanner, bare, lead if held else 0))
 

@@ -63,8 +63,8 @@ from derender.core.parsers.primitives import (
     MAX_LEADING_SPACE,
     merge,
     scan_bits,
+    skip_space,
     unpack_scan,
-    unread,
 )
 from derender.core.parsers.schema import fix_object, tool_index, tool_properties
 from derender.core.parsers.tools import ToolCallDelta, ToolContext, ToolFormat, ToolState
@@ -145,8 +145,11 @@ def feed(state: MistralState, text: str, final: bool, context: ToolContext
     older = args == ARGS and tc != TOOL_CALLS  # the vocabulary has [TOOL_CALLS], not [ARGS]
     forced = context.required or context.forced_name is not None
     buffer = state.held + text
-    # every step goes on with an end of the text: markers are looked up in the whole text,
-    # each one's next place once, not in every rest again (quadratic, issue 22)
+    size = len(buffer)
+    pos = 0
+    """Where the text not read yet begins: ``buffer`` is read in place, by position (a copy
+    of the rest at every marker is quadratic, issue 22), and markers are looked up in the
+    whole text, each one's next place once."""
     finder = Finder(buffer)
 
     mode, calls, spoke, scanner = state.mode, state.calls, state.spoke, state.scan
@@ -188,156 +191,159 @@ def feed(state: MistralState, text: str, final: bool, context: ToolContext
             deltas.append(ToolCallDelta(calls - 1, None, arguments))
     while True:
         if mode == CONTENT:
-            found = finder.earliest_in(buffer, (tc,))
-            if older and forced and not spoke and calls == 0 and buffer.lstrip()[:1] in ("[", "{"):
-                mode, buffer = LIST_START, buffer.lstrip()  # the JSON-schema output, unmarked
+            found = finder.earliest((tc,), pos)
+            if older and forced and not spoke and calls == 0 \
+                    and buffer.startswith(("[", "{"), skip_space(buffer, pos)):
+                mode, pos = LIST_START, skip_space(buffer, pos)  # the JSON-schema output, unmarked
                 continue
             if found is None:
-                hold = 0 if final else pending_prefix(buffer, (tc,))
-                out = buffer[:len(buffer) - hold]
+                hold = 0 if final else pending_prefix(buffer, (tc,), pos)
+                out = buffer[pos:size - hold]
                 if not spoke and not out.strip() and not final and len(out) <= MAX_LEADING_SPACE:
-                    hold, out = len(buffer), ""  # whitespace may precede a call
+                    hold, out = size - pos, ""  # whitespace may precede a call
                 content.append(out)
                 spoke = spoke or bool(out.strip())
-                held = buffer[len(buffer) - hold:]
+                held = buffer[size - hold:]
                 break
-            before = buffer[:found[0]]
+            before = buffer[pos:found[0]]
             if spoke or before.strip():
                 content.append(before)
                 spoke = True
-            mode, buffer = (LIST_START if older else NAME), buffer[found[0] + len(tc):]
+            mode, pos = (LIST_START if older else NAME), found[0] + len(tc)
         elif mode == LIST_START:  # older grammar: after [TOOL_CALLS]
-            rest = buffer.lstrip()
-            if rest.startswith(tc):  # markers one after the other count as one
-                buffer = rest[len(tc):]
-            elif not rest:
+            at = skip_space(buffer, pos)
+            if buffer.startswith(tc, at):  # markers one after the other count as one
+                pos = at + len(tc)
+            elif at == size:
                 break
-            elif rest[0] in "[{":
-                listed = rest[0] == "["
-                mode, buffer = (LIST if listed else OBJECT), rest[1:] if listed else rest
+            elif buffer[at] in "[{":
+                listed = buffer[at] == "["
+                mode, pos = (LIST if listed else OBJECT), at + 1 if listed else at
             else:  # no JSON: the text is content
-                mode, buffer = CONTENT, rest
+                mode, pos = CONTENT, at
         elif mode == LIST:  # between listed objects
-            rest = buffer.lstrip(" \t\n\r,")
-            if not rest:
+            at = skip_space(buffer, pos, " \t\n\r,")
+            if at == size:
                 break
-            if rest[0] == "]":
-                mode, buffer = DONE, rest
-            elif rest[0] == "{":
-                mode, buffer = OBJECT, rest
+            if buffer[at] == "]":
+                mode, pos = DONE, at
+            elif buffer[at] == "{":
+                mode, pos = OBJECT, at
             else:  # a listed value that is no object: skipped
-                mode, buffer, scanner = TAIL, rest, ValueScan()
+                mode, pos, scanner = TAIL, at, ValueScan()
         elif mode == OBJECT:
-            match = _HEAD.match(buffer)
-            if match is not None and match.end() <= MAX_HEAD:
+            match = _HEAD.match(buffer, pos)
+            if match is not None and match.end() - pos <= MAX_HEAD:
                 start_call(json.loads(f'"{match.group(1)}"'), "")
-                mode, buffer, scanner = LIST_ARGS, buffer[match.end():], ValueScan()
+                mode, pos, scanner = LIST_ARGS, match.end(), ValueScan()
                 continue
-            if not final and len(buffer) < MAX_HEAD and could_be_head(buffer):
-                held = buffer
+            if not final and size - pos < MAX_HEAD and could_be_head(buffer, pos):
+                held = buffer[pos:]
                 break
-            end, _ = scan(ValueScan(), buffer[:MAX_HEAD])
-            if end is None and not final and len(buffer) < MAX_HEAD:
-                held = buffer
+            end, _ = scan(ValueScan(), buffer, pos, pos + MAX_HEAD)
+            if end is None and not final and size - pos < MAX_HEAD:
+                held = buffer[pos:]
                 break
-            call = None if end is None else _whole_call(buffer[:end])
+            call = None if end is None else _whole_call(buffer[pos:end])
             if call is not None:
                 start_call(call[0], "")
                 add(call[1])
             mode = LIST if end is not None and listed else DONE
-            buffer = buffer[end:] if end is not None else ""
-        elif mode == LIST_ARGS and not scanner.started and buffer.lstrip()[:1] == '"':
-            mode, buffer = STRING_ARGS, buffer.lstrip()[1:]
+            pos = end if end is not None else size
+        elif mode == LIST_ARGS and not scanner.started \
+                and buffer.startswith('"', skip_space(buffer, pos)):
+            mode, pos = STRING_ARGS, skip_space(buffer, pos) + 1
         elif mode == STRING_ARGS:  # the string's value is the arguments
-            value, used, closed = _string_part(buffer, final)
+            value, used, closed = _string_part(buffer, pos, final)
             add(value)
             if not closed:
                 held = buffer[used:]
                 break
-            mode, buffer, scanner = TAIL, buffer[used:], ValueScan(started=True, depth=1)
+            mode, pos, scanner = TAIL, used, ValueScan(started=True, depth=1)
         elif mode == LIST_ARGS:
             started = scanner.started
-            end, scanner = scan(scanner, buffer)
-            piece = buffer if end is None else buffer[:end]
+            end, scanner = scan(scanner, buffer, pos)
+            piece = buffer[pos:] if end is None else buffer[pos:end]
             if not started:
                 piece = piece.lstrip()
             add(piece)
             if end is None:
                 break
-            mode, buffer, scanner = TAIL, buffer[end:], ValueScan(started=True, depth=1)
+            mode, pos, scanner = TAIL, end, ValueScan(started=True, depth=1)
         elif mode == TAIL:  # the rest of the call's object (or a listed value skipped)
-            end, scanner = scan(scanner, buffer)
+            end, scanner = scan(scanner, buffer, pos)
             if end is None:
                 break
-            mode, buffer, scanner = (LIST if listed else DONE), buffer[end:], ValueScan()
+            mode, pos, scanner = (LIST if listed else DONE), end, ValueScan()
         elif mode == DONE:  # after the calls' JSON everything is dropped
             break
         elif mode == NAME:
-            found = finder.earliest_in(buffer, (tc, args, "{"))
+            found = finder.earliest((tc, args, "{"), pos)
             if found is None:
-                if not final and len(buffer) <= MAX_NAME:
-                    held = buffer
+                if not final and size - pos <= MAX_NAME:
+                    held = buffer[pos:]
                     break
-                start_call(buffer.strip(), "{}" if final else "")
+                start_call(buffer[pos:].strip(), "{}" if final else "")
                 if final:
                     break
-                mode, buffer = ARGS_START, ""
+                mode, pos = ARGS_START, size
                 continue
             at, marker = found
-            start_call(buffer[:at].strip(), "{}" if marker == tc else "")
+            start_call(buffer[pos:at].strip(), "{}" if marker == tc else "")
             if marker == tc:
-                buffer = buffer[at + len(tc):]
+                pos = at + len(tc)
             else:
                 mode = ARGS_START
-                buffer = buffer[at + len(args):] if marker == args else buffer[at:]
+                pos = at + len(args) if marker == args else at
         elif mode == ARGS_START:
-            rest = buffer.lstrip()
-            if not rest:
+            at = skip_space(buffer, pos)
+            if at == size:
                 if final:
                     add("{}", written=False)
                 break
-            if rest.startswith(tc):
+            if buffer.startswith(tc, at):
                 add("{}", written=False)
-                mode, buffer = NAME, rest[len(tc):]
+                mode, pos = NAME, at + len(tc)
             else:
-                mode, buffer, scanner = (JSON if rest[0] in "{[" else RAW), rest, ValueScan()
+                mode, pos, scanner = (JSON if buffer[at] in "{[" else RAW), at, ValueScan()
         elif mode in (JSON, RAW):
-            tc_at = finder.earliest_in(buffer, (tc,))
+            tc_at = finder.earliest((tc,), pos)
             at = -1 if tc_at is None else tc_at[0]
-            region = buffer if at < 0 else buffer[:at]
-            hold = 0 if final or at >= 0 else pending_prefix(region, (tc,))
-            region = region[:len(region) - hold]
+            stop = size if at < 0 else at
+            hold = 0 if final or at >= 0 else pending_prefix(buffer, (tc,), pos)
+            stop -= hold
             if mode == JSON:
-                end, scanner = scan(scanner, region)
+                end, scanner = scan(scanner, buffer, pos, stop)
                 if end is not None:
-                    add_json(region[:end], True)
-                    mode, buffer, scanner = AFTER, buffer[end:], ValueScan()
+                    add_json(buffer[pos:end], True)
+                    mode, pos, scanner = AFTER, end, ValueScan()
                     continue
-                add_json(region, False)
+                add_json(buffer[pos:stop], False)
                 if at >= 0 or final:  # the arguments never closed: as written
                     add(typed)
                     typed, tool = "", 0
                 piece = ""
-            elif at >= 0 or final:
-                piece = region.rstrip()
             else:
+                region = buffer[pos:stop]
                 piece = region.rstrip()
-                if len(region) - len(piece) <= MAX_TRAILING_SPACE:
-                    hold += len(region) - len(piece)
-                else:
-                    piece = region
+                if at < 0 and not final:
+                    if len(region) - len(piece) <= MAX_TRAILING_SPACE:
+                        hold += len(region) - len(piece)
+                    else:
+                        piece = region
             add(piece)
             if at >= 0:
-                mode, buffer, scanner = NAME, buffer[at + len(tc):], ValueScan()
+                mode, pos, scanner = NAME, at + len(tc), ValueScan()
                 continue
-            held = buffer[len(buffer) - hold:] if hold else ""
+            held = buffer[size - hold:] if hold else ""
             break
         else:  # AFTER: dropped up to the next call
-            found = finder.earliest_in(buffer, (tc,))
+            found = finder.earliest((tc,), pos)
             if found is None:
-                _, held = unread(buffer, (tc,), final)
+                if not final:  # the end that may begin the marker
+                    held = buffer[size - pending_prefix(buffer, (tc,), pos):]
                 break
-            mode, buffer = NAME, buffer[found[0] + len(tc):]
+            mode, pos = NAME, found[0] + len(tc)
     return ("".join(content), merge(deltas),
             MistralState(mode, held, calls, spoke, scanner, nameless, listed, tool, typed))
 
@@ -401,12 +407,12 @@ MAX_ESCAPE = 12
 """Characters of an escape held until it is whole (``\\uD83C\\uDF26``: a surrogate pair)."""
 
 
-def _string_part(text: str, final: bool) -> tuple[str, int, bool]:
-    """The value of the beginning of a JSON string's body: (value, characters read,
-    whether its closing quote was read). An escape that may still grow waits (unless
-    ``final``); one that is not JSON is kept as written."""
+def _string_part(text: str, start: int, final: bool) -> tuple[str, int, bool]:
+    """The value of the beginning of a JSON string's body at ``text[start:]``: (value, where
+    reading stopped in ``text``, whether its closing quote was read). An escape that may
+    still grow waits (unless ``final``); one that is not JSON is kept as written."""
     out: list[str] = []
-    at = 0
+    at = start
     while at < len(text):
         run = _STRING_RUN.match(text, at)
         if run is not None:

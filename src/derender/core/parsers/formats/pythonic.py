@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 
 from derender.core.parsers.formats import hermes
 from derender.core.parsers.formats.hermes import HermesState
-from derender.core.parsers.primitives import MAX_LEADING_SPACE, merge
+from derender.core.parsers.primitives import MAX_LEADING_SPACE, merge, skip_space
 from derender.core.parsers.python_literals import (
     KINDS,
     MAX_DEPTH,
@@ -82,11 +82,15 @@ def feed(state: PythonicState, text: str, final: bool, context: ToolContext
          ) -> tuple[str, list[ToolCallDelta], PythonicState]:
     """Content and tool-call deltas of new text; ``final`` settles what was held back."""
     buffer = state.held + text
+    size = len(buffer)
+    pos = 0
+    """Where the text not read yet begins (``buffer`` is read in place, by position: a copy
+    of the rest after every call is quadratic, issue 22)."""
     mode, calls, literals, json_state = state.mode, state.calls, state.literals, state.json
     content: list[str] = []
     deltas: list[ToolCallDelta] = []
     held = ""
-    while buffer or final:
+    while pos < size or final:
         if mode == START:
             mode = _opening(buffer, final, context)
             if mode == START:
@@ -97,44 +101,45 @@ def feed(state: PythonicState, text: str, final: bool, context: ToolContext
                 break
         elif mode == JSON:
             out, json_deltas, json_state = hermes.feed(
-                json_state, buffer, final, context.forced_name, context.required, _NO_TAGS)
+                json_state, buffer[pos:], final, context.forced_name, context.required,
+                _NO_TAGS)
             content.append(out)
             deltas += json_deltas
             calls = json_state.calls
             break
         elif mode == LIST:
-            region = _read_region(buffer[:MAX_HELD], first=calls == 0)
-            if region.kind == "more" and not final and len(buffer) < MAX_HELD:
-                held = buffer
+            region = _read_region(buffer[pos:pos + MAX_HELD], first=calls == 0)
+            if region.kind == "more" and not final and size - pos < MAX_HELD:
+                held = buffer[pos:]
                 break
             if region.kind == "call":
                 deltas.append(ToolCallDelta(calls, region.name, region.arguments))
                 calls += 1
-                buffer = buffer[region.used:]
+                pos += region.used
             elif region.kind == "end":
-                mode, buffer = DONE, ""
+                mode, pos = DONE, size
             elif region.kind == "more" and region.literals is not None \
-                    and len(buffer) >= MAX_HELD:  # a long call: its arguments stream from here
+                    and size - pos >= MAX_HELD:  # a long call: its arguments stream from here
                 deltas.append(ToolCallDelta(calls, region.name, region.arguments))
                 calls += 1
-                mode, literals, buffer = STREAM, region.literals, buffer[MAX_HELD:]
+                mode, literals, pos = STREAM, region.literals, pos + MAX_HELD
             else:  # not a call (or cut off by the end of the output): content from here on
-                content.append(buffer)
-                mode, buffer = CONTENT, ""
+                content.append(buffer[pos:])
+                mode, pos = CONTENT, size
         elif mode == STREAM:
-            out, after, end, broken = translate(literals, buffer)
+            out, after, end, broken = translate(literals, buffer, pos)
             if out:
                 deltas.append(ToolCallDelta(calls - 1, None, out))
             if broken is not None:
                 content.append(buffer[broken:])
-                mode, buffer = CONTENT, ""
+                mode, pos = CONTENT, size
             elif end is not None:
-                mode, literals, buffer = LIST, Literals(), buffer[end:]
+                mode, literals, pos = LIST, Literals(), end
             else:
                 literals = after
                 break
         elif mode == CONTENT:
-            content.append(buffer)
+            content.append(buffer[pos:])
             break
         else:  # DONE
             break
@@ -150,24 +155,24 @@ def _opening(buffer: str, final: bool, context: ToolContext) -> str:
             return CONTENT if final else START
         if _NAME.match(buffer, 1):
             return LIST
-    stripped = buffer.lstrip(_WS)
-    if context.forced_name is not None and stripped[:1] == "{":
+    first = skip_space(buffer, 0, _WS)  # read in place, not stripped
+    if context.forced_name is not None and buffer.startswith("{", first):
         return JSON
-    if context.required and stripped[:1] == "[":
-        inner = stripped[1:].lstrip(_WS)
-        if inner[:1] == "{":
+    if context.required and buffer.startswith("[", first):
+        inner = skip_space(buffer, first + 1, _WS)
+        if buffer.startswith("{", inner):
             return JSON
-        if not inner and not final and len(buffer) <= MAX_LEADING_SPACE:
+        if inner == len(buffer) and not final and len(buffer) <= MAX_LEADING_SPACE:
             return START
     forced = context.forced_name is not None or context.required
-    if forced and not stripped and len(buffer) <= MAX_LEADING_SPACE:
+    if forced and first == len(buffer) and len(buffer) <= MAX_LEADING_SPACE:
         return START
     return CONTENT
 
 
 def _read_region(region: str, first: bool) -> _Region:
     """Read a held region: ``[`` and the first call, or ``,`` and the next call, or ``]``."""
-    pos = 1 if first else _skip(region, 0)
+    pos = 1 if first else skip_space(region, 0, _WS)
     if not first:
         if pos == len(region):
             return _Region("more")
@@ -175,7 +180,7 @@ def _read_region(region: str, first: bool) -> _Region:
             return _Region("end")
         if region[pos] != ",":
             return _Region("bad")
-        pos = _skip(region, pos + 1)
+        pos = skip_space(region, pos + 1, _WS)
         if region[pos:pos + 1] == "]":  # a trailing comma
             return _Region("end")
     name = _NAME.match(region, pos)
@@ -192,23 +197,17 @@ def _read_region(region: str, first: bool) -> _Region:
             return _Region("bad")
         if keyword is not None and keyword.end() < len(region) and region[keyword.end()] != "=":
             return _Region("bad")
-    arguments, literals, end, broken = translate(Literals(), region[start:])
+    arguments, literals, end, broken = translate(Literals(), region, start)
     if broken is not None:
         return _Region("bad")
     if end is None:
         return _Region("more", name=name.group(), arguments=arguments, literals=literals)
-    after = _skip(region, start + end)  # a call is followed by "," or "]"
+    after = skip_space(region, end, _WS)  # a call is followed by "," or "]"
     if after == len(region):
         return _Region("more")
     if region[after] not in ",]":
         return _Region("bad")
-    return _Region("call", start + end, name.group(), arguments)
-
-
-def _skip(text: str, pos: int) -> int:
-    while pos < len(text) and text[pos] in _WS:
-        pos += 1
-    return pos
+    return _Region("call", end, name.group(), arguments)
 
 
 def _encode(state: PythonicState, w: Writer) -> None:
