@@ -26,7 +26,8 @@ value) are replayed with the state the stream had there (verify + decode, derend
 sign), interleaved, medians, gc off. Target: flat, chunk 4,000 / chunk 10 ≤ 1.2×.
 
     python bench/engine_stream.py                 # both streams
-    python bench/engine_stream.py --only glm      # one
+    python bench/engine_stream.py --only glm      # one (also ling3: GLM's stream, ``ling3``
+                                                  # parsers; issue 19)
     python bench/engine_stream.py --scale 0.1     # fewer rounds
 """
 
@@ -85,6 +86,12 @@ FORMATS = {
                   "</think><tool_call>get_weather<arg_key>city</arg_key><arg_value>Lisbon"
                   "</arg_value><arg_key>notes</arg_key><arg_value>",
                   "</arg_value></tool_call>"),
+    # ling3 (issue 19): GLM-4.7's grammar on its stand-in vocabulary, GLM-4.7-Flash's
+    "ling3": Format("Ling 3", "glm-4.7-flash", "glm-4.7-flash", "glm-4.7-flash", "ling3",
+                    154827,
+                    "</think><tool_call>get_weather<arg_key>city</arg_key><arg_value>Lisbon"
+                    "</arg_value><arg_key>notes</arg_key><arg_value>",
+                    "</arg_value></tool_call>"),
     "minimax": Format("MiniMax M2", "minimax-m2.7", "minimax-m2.7", "minimax-m2.7",
                       "minimax_m2", 200020,
                       '</think>\n\n<minimax:tool_call>\n<invoke name="get_weather">\n'

@@ -64,6 +64,7 @@ TEMPLATES: dict[str, str] = {
     "glm45": "<tool_call>NAME\n<arg_key>a</arg_key>\n<arg_value>VALUE</arg_value>\n</tool_call>",
     "glm47": "<tool_call>NAME<arg_key>a</arg_key><arg_value>VALUE</arg_value></tool_call>",
     "gemma4": '<|tool_call>call:NAME{a:<|"|>VALUE<|"|>,n:1,o:{b:[1,2]}}<tool_call|>',
+    "ling3": "<tool_call>NAME<arg_key>a</arg_key><arg_value>VALUE</arg_value></tool_call>",
     "minimax_m2": ('<minimax:tool_call>\n<invoke name="NAME">\n<parameter name="a">VALUE'
                    '</parameter>\n<parameter name="n">1</parameter>\n</invoke>\n'
                    "</minimax:tool_call>"),
@@ -96,6 +97,7 @@ PARAMETERS["deepseek_v32"] = (DSML_HEAD.replace("tool_calls", "function_calls"),
 PARAMETERS["deepseek_v41"] = tuple(  # type: ignore[assignment]
     part.replace("｜DSML｜", "｜DSML｜ ") for part in PARAMETERS["deepseek_v4"])
 PARAMETERS["glm45"] = PARAMETERS["glm47"]
+PARAMETERS["ling3"] = PARAMETERS["glm47"]
 
 THINK = "<think>reasoning VALUE</think>\n\n"
 REASONING_TEMPLATES: dict[str, str] = {
@@ -107,7 +109,7 @@ REASONING_TEMPLATES: dict[str, str] = {
     "minimax_m2_append_think": THINK, "minimax_m3": "<mm:think>reasoning VALUE</mm:think>",
     "gemma4": "<|channel>thought\nreasoning VALUE<channel|>answer<|tool_call>",
     "deepseek_v4": THINK, "deepseek_v41": THINK, "glm45": THINK, "glm47": THINK,
-    "minimax_m2": THINK + "<minimax:tool_call>",
+    "minimax_m2": THINK + "<minimax:tool_call>", "ling3": THINK,
 }
 """Text each reasoning parser reads markers in."""
 
@@ -118,7 +120,7 @@ PAIRS: tuple[tuple[str | None, str | None], ...] = (
     ("nemotron_v3", "qwen3_coder"), ("mimo", "mimo"), ("seed_oss", "seed_oss"),
     ("mistral", "mistral"), ("kimi_k2", "kimi_k2"), ("gemma4", "gemma4"),
     ("deepseek_v4", "deepseek_v4"), ("deepseek_v41", "deepseek_v41"), ("glm47", "glm47"),
-    ("minimax_m2", "minimax_m2"), ("minimax_m3", "minimax_m3"),
+    ("minimax_m2", "minimax_m2"), ("minimax_m3", "minimax_m3"), ("ling3", "ling3"),
 )
 """(reasoning parser, tool parser) pairings: every tool format and every reasoning parser
 alone, and each family's own pairing (step3p5 and nemotron_v3 with qwen3_coder, issue 22)."""

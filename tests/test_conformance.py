@@ -182,6 +182,11 @@ STREAM_AS_MESSAGE = {
     "684-glm47-chat-stream-content_after-small": "683-glm47-chat-content_after",
     "1303-glm47-tools_alone-chat-stream-content_before-mixed":
         "1302-glm47-tools_alone-chat-content_before",
+    # the same for ling3 (GLM-4.7's parser; issue 19), and its call cut off inside a value
+    "4211-ling3-chat-stream-content_before-mixed": "4210-ling3-chat-content_before",
+    "4213-ling3-chat-stream-content_after-small": "4212-ling3-chat-content_after",
+    "4229-ling3-chat-stream-truncated-one": "4228-ling3-chat-truncated",
+    "4257-ling3-chat-stream-wide_chars-small": "4256-ling3-chat-wide_chars",
     # kimi_k2 streams empty arguments as "" (the message: "{}")
     "1074-kimi_k2-chat-stream-empty_args-one": "1073-kimi_k2-chat-empty_args",
     # gemma4 streams keep the content around the calls as written (the "\n" before a call,
@@ -603,8 +608,11 @@ def test_every_case_is_accounted_for() -> None:
     assert len(markup_glm5) == 15 + 36 + 18
     non_finite = [p for p in CASES if 2900 <= int(p.name.split("-")[0]) <= 2949]
     assert len(non_finite) == 29
+    # issue 19, the GLM-like argument tags (i19-glm): ling3 4200-4273
+    glm_like = [p for p in CASES if 4200 <= int(p.name.split("-")[0]) <= 4599]
+    assert len(glm_like) == 74
     assert len(CASES) == 1226 + len(edge_cases) + len(dropin) + len(markup_glm5) \
-        + len(non_finite)
+        + len(non_finite) + len(glm_like)
     replayed = [p for p in CASES if _pending_reason(load_case(p)) is None]
     names = {case_name(p) for p in replayed}
     assert set(DEVIATIONS) <= names

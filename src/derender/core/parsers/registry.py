@@ -237,6 +237,10 @@ TOOL_RECORDS: tuple[ToolRecord, ...] = (
                                                          *GLM_ARGS), reads=_EVERY),
     _engine("glm47", "glm", "GLM47", 54, "glm", markers=(THINK, END_THINK, *QWEN3_TOOLS,
                                                          *GLM_ARGS), reads=_EVERY),
+    # i19-glm: Ling 3 (vLLM's Ling3Parser: GLM-4.7's engine config under its own class, so
+    # its own family: its reasoning parser is read by this record's machine)
+    _engine("ling3", "glm", "LING3", 90, "ling3", markers=(THINK, END_THINK, *QWEN3_TOOLS,
+                                                           *GLM_ARGS), reads=_EVERY),
     _engine("minimax_m2", "minimax", "M2", 55, "minimax_m2", markers=(THINK, END_THINK),
             reads=_EVERY),
     _engine("minimax_m3", "minimax", "M3", 56, "minimax_m3", markers=(MINIMAX_M3_NS,),
@@ -278,6 +282,7 @@ REASONING_RECORDS: tuple[ReasoningRecord, ...] = (
     _engine_reasoning("deepseek_v41", "deepseek_v41", "deepseek_v41", "dsml", "thinking"),
     _engine_reasoning("glm45", "glm", "glm45", "glm", "thinking"),
     _engine_reasoning("glm47", "glm", "glm47", "glm", "thinking"),
+    _engine_reasoning("ling3", "ling3", "ling3", "glm", "thinking"),  # i19-glm
     _engine_reasoning("minimax_m2", "minimax_m2", "minimax_m2", "minimax", "m2_thinking"),
     ReasoningRecord("openai_gptoss", Machine.HARMONY),
 )
