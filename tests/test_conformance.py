@@ -187,6 +187,15 @@ STREAM_AS_MESSAGE = {
     "4213-ling3-chat-stream-content_after-small": "4212-ling3-chat-content_after",
     "4229-ling3-chat-stream-truncated-one": "4228-ling3-chat-truncated",
     "4257-ling3-chat-stream-wide_chars-small": "4256-ling3-chat-wide_chars",
+    # hy_v3 streams (issue 19): whitespace alone before <tool_calls> streams as content (the
+    # message: none), keys stream stripped (the message keeps them as written), a call cut off
+    # streams its partial arguments (not JSON), a second <think> streams into the reasoning
+    "4301-hy_v3-chat-stream-space_before-small": "4300-hy_v3-chat-space_before",
+    "4305-hy_v3-chat-stream-spaced_name-one": "4304-hy_v3-chat-spaced_name",
+    "4309-hy_v3-chat-stream-no_call_close-small": "4308-hy_v3-chat-no_call_close",
+    "4315-hy_v3-chat-stream-truncated-one": "4314-hy_v3-chat-truncated",
+    "4345-hy_v3-chat-stream-effort_tool-small": "4344-hy_v3-chat-effort_tool",
+    "4347-hy_v3-chat-stream-effort_open_tag-small": "4346-hy_v3-chat-effort_open_tag",
     # kimi_k2 streams empty arguments as "" (the message: "{}")
     "1074-kimi_k2-chat-stream-empty_args-one": "1073-kimi_k2-chat-empty_args",
     # gemma4 streams keep the content around the calls as written (the "\n" before a call,
@@ -608,9 +617,9 @@ def test_every_case_is_accounted_for() -> None:
     assert len(markup_glm5) == 15 + 36 + 18
     non_finite = [p for p in CASES if 2900 <= int(p.name.split("-")[0]) <= 2949]
     assert len(non_finite) == 29
-    # issue 19, the GLM-like argument tags (i19-glm): ling3 4200-4273
+    # issue 19, the GLM-like argument tags (i19-glm): ling3 4200-4273, hy_v3 4280-4353
     glm_like = [p for p in CASES if 4200 <= int(p.name.split("-")[0]) <= 4599]
-    assert len(glm_like) == 74
+    assert len(glm_like) == 74 + 74
     assert len(CASES) == 1226 + len(edge_cases) + len(dropin) + len(markup_glm5) \
         + len(non_finite) + len(glm_like)
     replayed = [p for p in CASES if _pending_reason(load_case(p)) is None]

@@ -17,6 +17,7 @@ from derender.core.registry import ServedModel, load_vocabulary, read_model_info
 from derender_testing.tokenizer_variants import (
     copy_tokenizer,
     derive_gemma4_standin,
+    derive_hy3_standin,
     derive_kimi_standin,
     derive_llama31_tools,
     derive_mistral_tools,
@@ -47,7 +48,8 @@ DERIVED = {"llama3.1-tools": ("llama3.1", derive_llama31_tools),
            "deepseek-v4-native": ("deepseek-v4", copy_tokenizer),
            "deepseek-v4.1-native": ("deepseek-v4", copy_tokenizer),
            "kimi-k2-standin": ("gpt2", derive_kimi_standin),
-           "gemma4-standin": ("gemma3", derive_gemma4_standin)}
+           "gemma4-standin": ("gemma3", derive_gemma4_standin),
+           "hy3-standin": ("gpt2", derive_hy3_standin)}
 """Test models whose tokenizer files are derived from another's (``tokenizer_variants``)."""
 
 

@@ -128,6 +128,9 @@ FORMATS = {
     # DeepSeek V3/V3.1/V3.2: deepseek_r1's rules when the template kwargs turn thinking on
     # (``thinking`` or ``enable_thinking``; off by default), else none (``v3_thinking``)
     "deepseek_v3": ReasoningFormat("deepseek_v3", honours_switch=True),
+    # Tencent Hy3 (i19-glm): deepseek_r1's rules when reasoning_effort is set and not
+    # "no_think", else none (formats/hy.py ``thinking``) [4338-4353]
+    "hy_v3": ReasoningFormat("hy_v3", honours_switch=True),
     "kimi_k2": ReasoningFormat("kimi_k2", ends_implicitly=("<|tool_calls_section_begin|>",),
                                drops_late_end=True, honours_switch=True,
                                strips_trailing_space=True, switch=("thinking", "enable_thinking")),
