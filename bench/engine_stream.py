@@ -41,7 +41,8 @@ value) are replayed with the state the stream had there (verify + decode, derend
 sign), interleaved, medians, gc off. Target: flat, chunk 4,000 / chunk 10 ≤ 1.2×.
 
     python bench/engine_stream.py                 # both streams
-    python bench/engine_stream.py --only glm      # one
+    python bench/engine_stream.py --only glm      # one (also ling3: GLM's stream, ``ling3``
+                                                  # parsers; issue 19)
     python bench/engine_stream.py --scale 0.1     # fewer rounds
 """
 
@@ -96,6 +97,8 @@ class Format:
     "content" (a tool parser alone, the call after the text)."""
     json_notes: bool = False
     """The notes value is inside a JSON string (escaped as JSON)."""
+    kwargs: tuple[tuple[str, str], ...] = ()
+    """The request's ``chat_template_kwargs`` (what turns its reasoning parser on)."""
 
 
 FORMATS = {
@@ -109,6 +112,18 @@ FORMATS = {
                   "</think><tool_call>get_weather<arg_key>city</arg_key><arg_value>Lisbon"
                   "</arg_value><arg_key>notes</arg_key><arg_value>",
                   "</arg_value></tool_call>"),
+    # ling3 (issue 19): GLM-4.7's grammar on its stand-in vocabulary, GLM-4.7-Flash's
+    "ling3": Format("Ling 3", "glm-4.7-flash", "glm-4.7-flash", "glm-4.7-flash", "ling3",
+                    154827,
+                    "</think><tool_call>get_weather<arg_key>city</arg_key><arg_value>Lisbon"
+                    "</arg_value><arg_key>notes</arg_key><arg_value>",
+                    "</arg_value></tool_call>"),
+    # hy_v3 (issue 19): reasoning read when reasoning_effort asks for it
+    "hy_v3": Format("Hy3", "hy3-standin", "hy3-standin", "hy3-standin", "hy_v3", 50256,
+                    "</think>\n<tool_calls>\n<tool_call>get_weather<tool_sep>\n<arg_key>city"
+                    "</arg_key>\n<arg_value>Lisbon</arg_value>\n<arg_key>notes</arg_key>\n"
+                    "<arg_value>", "</arg_value>\n</tool_call>\n</tool_calls>",
+                    (("reasoning_effort", "high"),)),
     "minimax": Format("MiniMax M2", "minimax-m2.7", "minimax-m2.7", "minimax-m2.7",
                       "minimax_m2", 200020,
                       '</think>\n\n<minimax:tool_call>\n<invoke name="get_weather">\n'
@@ -199,7 +214,7 @@ def body(fmt: Format, ids: list[int], finish: str | None, prompt: list[int], sta
             {"index": 0, "token_ids": ids, "finish_reason": finish}]},
         "prompt_token_ids": prompt, "prompt_tokens": len(prompt),
         "chat_request": {"model": fmt.model, "messages": [{"role": "user", "content": "hi"}],
-                         "tools": TOOLS}}
+                         "tools": TOOLS, "chat_template_kwargs": dict(fmt.kwargs)}}
     if state is not None:
         data["stream_state"] = state
     return data
@@ -237,7 +252,8 @@ def run(fmt: Format, args: argparse.Namespace, root: Path) -> None:
         "generate_response": {"request_id": "e1", "prompt_token_ids": output.prompt, "choices": [
             {"index": 0, "token_ids": output.ids, "finish_reason": "stop"}]},
         "chat_request": {"model": fmt.model, "messages": [{"role": "user", "content": "hi"}],
-                         "tools": TOOLS}}), model, 16)["choices"][0]["message"]
+                         "tools": TOOLS, "chat_template_kwargs": dict(fmt.kwargs)}}), model,
+        16)["choices"][0]["message"]
     whole = Folded(reasoning=message["reasoning"] or "", content=message["content"] or "")
     for i, tool_call in enumerate(message.get("tool_calls") or []):
         whole.calls[i] = [tool_call["function"]["name"], tool_call["function"]["arguments"]]

@@ -71,6 +71,10 @@ TEMPLATES: dict[str, str] = {
     "glm45": "<tool_call>NAME\n<arg_key>a</arg_key>\n<arg_value>VALUE</arg_value>\n</tool_call>",
     "glm47": "<tool_call>NAME<arg_key>a</arg_key><arg_value>VALUE</arg_value></tool_call>",
     "gemma4": '<|tool_call>call:NAME{a:<|"|>VALUE<|"|>,n:1,o:{b:[1,2]}}<tool_call|>',
+    "ling3": "<tool_call>NAME<arg_key>a</arg_key><arg_value>VALUE</arg_value></tool_call>",
+    "hy_v3": ("<tool_calls>\n<tool_call>NAME<tool_sep>\n<arg_key>a</arg_key>\n<arg_value>VALUE"
+              "</arg_value>\n<arg_key>n</arg_key>\n<arg_value>1</arg_value>\n</tool_call>\n"
+              "</tool_calls>"),
     "minimax_m2": ('<minimax:tool_call>\n<invoke name="NAME">\n<parameter name="a">VALUE'
                    '</parameter>\n<parameter name="n">1</parameter>\n</invoke>\n'
                    "</minimax:tool_call>"),
@@ -108,6 +112,8 @@ PARAMETERS["deepseek_v32"] = (DSML_HEAD.replace("tool_calls", "function_calls"),
 PARAMETERS["deepseek_v41"] = tuple(  # type: ignore[assignment]
     part.replace("｜DSML｜", "｜DSML｜ ") for part in PARAMETERS["deepseek_v4"])
 PARAMETERS["glm45"] = PARAMETERS["glm47"]
+PARAMETERS["ling3"] = PARAMETERS["glm47"]
+PARAMETERS["hy_v3"] = ("<tool_calls><tool_call>f<tool_sep>", *PARAMETERS["glm47"][1:])
 
 THINK = "<think>reasoning VALUE</think>\n\n"
 REASONING_TEMPLATES: dict[str, str] = {
@@ -119,7 +125,7 @@ REASONING_TEMPLATES: dict[str, str] = {
     "minimax_m2_append_think": THINK, "minimax_m3": "<mm:think>reasoning VALUE</mm:think>",
     "gemma4": "<|channel>thought\nreasoning VALUE<channel|>answer<|tool_call>",
     "deepseek_v4": THINK, "deepseek_v41": THINK, "glm45": THINK, "glm47": THINK, "step5": THINK,
-    "holo2": THINK,
+    "holo2": THINK, "ling3": THINK, "hy_v3": THINK,
     "minimax_m2": THINK + "<minimax:tool_call>",
 }
 """Text each reasoning parser reads markers in."""
@@ -132,7 +138,7 @@ PAIRS: tuple[tuple[str | None, str | None], ...] = (
     ("mistral", "mistral"), ("kimi_k2", "kimi_k2"), ("gemma4", "gemma4"),
     ("deepseek_v4", "deepseek_v4"), ("deepseek_v41", "deepseek_v41"), ("glm47", "glm47"),
     ("minimax_m2", "minimax_m2"), ("minimax_m3", "minimax_m3"), ("step5", "step5"),
-    ("holo2", "hermes"),
+    ("holo2", "hermes"), ("ling3", "ling3"), ("hy_v3", "hy_v3"),
 )
 """(reasoning parser, tool parser) pairings: every tool format and every reasoning parser
 alone, and each family's own pairing (step3p5 and nemotron_v3 with qwen3_coder, issue 22)."""
@@ -159,7 +165,7 @@ def settings(reasoning_parser: str | None, tool_parser: str | None) -> ParserSet
     request = ChatRequest.model_validate({
         "messages": [{"role": "user", "content": "hi"}], "tools": TOOLS, "tool_choice": "auto",
         "chat_template_kwargs": {"enable_thinking": True, "thinking": True,
-                                 "thinking_mode": "enabled"}})
+                                 "thinking_mode": "enabled", "reasoning_effort": "high"}})
     return parsers.parser_settings(reasoning_parser, tool_parser, request,
                                    _Vocab())  # type: ignore[arg-type]
 

@@ -50,8 +50,9 @@ COMPAT = json.loads((ROOT / "tests/fixtures/state-compat.json").read_text(encodi
 
 
 def test_the_marker_table_is_the_one_states_were_issued_with() -> None:
-    assert list(MARKUP) == COMPAT["markup"]
-    assert len(MARKUP) == 34
+    assert list(MARKUP[:34]) == COMPAT["markup"]
+    # i19-glm appends Hy3's <tool_calls>, </tool_calls>, <tool_sep> (renumbered on merging)
+    assert MARKUP[34:] == ("<tool_calls>", "</tool_calls>", "<tool_sep>")
 
 
 

@@ -1,5 +1,6 @@
 """GLM-4.5 / GLM-4.7 on the parser engine (parsers/glm.py, parsers/engine.py): ``glm45`` =
-``glm47``, reasoning and tool calls in one machine.
+``glm47`` (and ``ling3``, Ling 3's copy of it: cases 4200-4273), reasoning and tool calls in
+one machine.
 
 The rules are vLLM 0.33's (``vllm/parser/glm47_moe.py``, docs/vllm-compat/glm.md); the
 recorded cases 615-726 replay them against the real server (test_conformance) and each rule
@@ -18,7 +19,7 @@ from hypothesis import strategies as st
 
 from derender.contract.requests import ChatRequest
 from derender.core import parsers
-from derender.core.parsers import engine
+from derender.core.parsers import engine, registry
 from derender.core.parsers.engine import MAX_NAME, MAX_SPACE, MAX_VALUE
 from derender.core.parsers.formats import glm
 from derender.core.parsers.registry import MARKUP
@@ -180,6 +181,23 @@ def test_thinking_switch(kwargs: dict[str, Any], on: bool) -> None:
     assert glm.thinking(parsers.template_kwargs(request)) is on
 
 
+def test_ling3_is_glm47_under_its_own_name() -> None:
+    """ling3 (vLLM's ``Ling3Parser``): GLM-4.7's config under its own record and state tag,
+    its reasoning parser read by its own machine; the same reading [4200-4273: 4200 single,
+    4202 parallel, 4248 calls with thinking off, 4250 think tags text with thinking off, 4270
+    ``thinking`` false]."""
+    tool, reasoning = registry.TOOLS_BY_NAME["ling3"], registry.REASONING_BY_NAME["ling3"]
+    assert tool.config is not None and tool.config.load() is glm.LING3_CONFIG
+    assert tool.tag not in (registry.TOOLS_BY_NAME["glm47"].tag, None)
+    assert reasoning.family == tool.family == "ling3"
+    assert reasoning.switch is not None and reasoning.switch.load() is glm.thinking
+    assert glm.LING3_CONFIG.transitions == glm.GLM47_CONFIG.transitions
+    for thinking in (True, False):
+        for text in (THEN + PARIS, PARIS, "<think>" + THEN + "It is sunny."):
+            assert feed_engine(glm.LING3, [text], AUTO, thinking) == feed_engine(
+                glm.GLM47, [text], AUTO, thinking)
+
+
 def test_one_parser_alone() -> None:
     """The tool parser alone reads no reasoning: the think tags are text [1300, 1302, 1304, 1306,
     1308]; the reasoning parser alone reads no calls: the tool markup is content text after the
@@ -258,7 +276,7 @@ TEXT_PIECES = ["<tool_call>", "</tool_call>", "<arg_key>", "</arg_key>", "<arg_v
 
 
 @settings(max_examples=300, deadline=None)
-@given(fmt=st.sampled_from([glm.GLM45, glm.GLM47]),
+@given(fmt=st.sampled_from([glm.GLM45, glm.GLM47, glm.LING3]),
        context=st.sampled_from([AUTO, NONE, NO_TOOLS]), thinking=st.booleans(),
        parts=st.lists(st.sampled_from(TEXT_PIECES), max_size=40), cuts=st.data())
 def test_any_text_reads_the_same_whole_and_split(fmt: Any, context: ToolContext, thinking: bool,
@@ -298,7 +316,10 @@ def outputs(draw: st.DrawFn, sep: str) -> tuple[str, list[tuple[str, dict[str, s
 
 @pytest.mark.parametrize(("model", "reasoning_parser", "tool_parser", "sep"), [
     ("glm-4.5v", "glm45", "glm45", "\n"), ("glm-4.7-flash", "glm47", "glm47", ""),
-    ("glm-4.7-flash", None, "glm47", ""), ("glm-4.7-flash", "glm47", None, "")])
+    ("glm-4.7-flash", None, "glm47", ""), ("glm-4.7-flash", "glm47", None, ""),
+    # ling3 (issue 19) on its stand-in vocabulary, GLM-4.7-Flash's
+    ("glm-4.7-flash", "ling3", "ling3", ""), ("glm-4.7-flash", None, "ling3", ""),
+    ("glm-4.7-flash", "ling3", None, "")])
 @PROPS
 @given(data=st.data())
 def test_glm_stream_folds_to_message(client_for: Any, model: str, reasoning_parser: str | None,

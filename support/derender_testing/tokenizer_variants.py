@@ -250,3 +250,30 @@ def derive_gemma4_standin(source: Path, target: Path) -> bool:
         config["tokenizer_class"] = "PreTrainedTokenizerFast"
 
     return derive(source, target, rename)
+
+
+HY3_MARKERS = ("<think>", "</think>", "<tool_calls>", "</tool_calls>", "<tool_call>",
+               "</tool_call>", "<tool_sep>", "<arg_key>", "</arg_key>", "<arg_value>",
+               "</arg_value>")
+"""``hy3-standin`` (i19-glm): Tencent Hy3's markers (the ``hy_v3`` parsers'; no public source
+of Hy3's vocabulary was found offline, so their ids are unverified), appended to GPT-2's
+vocabulary as added tokens 50257-50267, not special (the parsers read them from the decoded
+text, which ``skip_special_tokens`` would strip); ``<|endoftext|>`` 50256 ends a turn."""
+
+
+def derive_hy3_standin(source: Path, target: Path) -> bool:
+    """``target``'s tokenizer files from ``source``'s (GPT-2's): ``HY3_MARKERS`` appended as
+    added tokens, the class ``PreTrainedTokenizerFast``. Deterministic; git-ignored."""
+    def build(tokenizer: Any, config: Any) -> None:
+        first = len(tokenizer["model"]["vocab"])
+        added = [{"id": first + i, "content": marker, "single_word": False, "lstrip": False,
+                  "rstrip": False, "normalized": False, "special": False}
+                 for i, marker in enumerate(HY3_MARKERS)]
+        tokenizer["added_tokens"] = [*tokenizer["added_tokens"], *added]
+        config["added_tokens_decoder"] = {
+            str(t["id"]): {k: v for k, v in t.items() if k != "id"}
+            for t in tokenizer["added_tokens"]}
+        config["tokenizer_class"] = "PreTrainedTokenizerFast"
+        config["model_max_length"] = 131072
+
+    return derive(source, target, build)

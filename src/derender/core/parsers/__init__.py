@@ -29,6 +29,7 @@ from derender.core.parsers.registry import (
     MARKUP,
     REASONING_BY_NAME,
     REASONING_ONLY,
+    REQUEST_EFFORT,
     TOOLS,
     TOOLS_BY_NAME,
     Machine,
@@ -253,11 +254,14 @@ class ParserState:
 
 def template_kwargs(request: ChatRequest) -> dict[str, Any]:
     """The template kwargs vLLM's parsers see: the request's, with ``enable_thinking`` from a
-    top-level ``reasoning_effort`` ("none": false) unless they set it."""
+    top-level ``reasoning_effort`` ("none": false) unless they set it, and that effort as sent
+    under ``registry.REQUEST_EFFORT``."""
     kwargs = dict(request.chat_template_kwargs or {})
     effort = request.reasoning_effort
     if effort is not None and effort != "auto" and "enable_thinking" not in kwargs:
         kwargs["enable_thinking"] = effort != "none"
+    if effort is not None:
+        kwargs[REQUEST_EFFORT] = effort  # as sent, for a switch of its own (hy_v3)
     return kwargs
 
 

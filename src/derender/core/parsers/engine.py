@@ -46,6 +46,7 @@ from derender.core.parsers.primitives import (
     Run,
     bounded,
     escape,
+    forced_call,
     member,
     merge,
     split_space,
@@ -223,6 +224,12 @@ class EngineConfig:
     """DSML: a lone ``arguments``/``input`` parameter holding all properties is unwrapped."""
     clean_name: Callable[[str], str] = str.strip
     """A call's name as read (between the terminals) → its name (vLLM strips it)."""
+    cut_name_calls: bool = True
+    """A call cut off in its name (the output ends in NAME) is a call (vLLM's engine closes
+    it); False: no call (``hy_v3``: its regex needs the separator after the name)."""
+    json_when_forced: bool = False
+    """Under a forced ``tool_choice`` vLLM's JSON path reads the output, not this grammar
+    (``primitives.forced_call``; a legacy parser without a structural tag: ``hy_v3``)."""
     held_end: str = ""
     """MiniMax M2 after another family's reasoning parser (``FOREIGN``): this think terminal
     in the content is dropped when a returned call follows it with only whitespace between
@@ -457,6 +464,9 @@ def start(fmt: ToolFormat[Any], config: EngineConfig, thinking: bool, mode: str 
 def feed(config: EngineConfig, state: S, text: str, final: bool, context: ToolContext
          ) -> tuple[str, str, list[ToolCallDelta], S]:
     """Reasoning, content and tool-call deltas of new text; ``final`` settles what was held."""
+    if config.json_when_forced and (context.forced_name or context.required):
+        content, deltas, forced = forced_call(state, text, final, context, MAX_SPACE)
+        return "", content, deltas, forced
     spell = tuple(sorted((context.spell or {}).items()))
     table = _table(config, spell, bool(state.flags & THINKING), not state.flags & NO_TOOLS,
                    bool(state.flags & HOLDS_END))
@@ -519,6 +529,8 @@ def _move(run: _Run, table: _Table, terminal: str) -> None:
 def _finish(run: _Run) -> None:
     """The end of the output: an open call ends, held whitespace settles."""
     if run.phase == NAME:
+        if not run.config.cut_name_calls:
+            run.set(GHOST)
         run.open_call()
         run.close_call()
     elif run.phase == ARGS:
@@ -783,11 +795,20 @@ class GlmArgs:
     max_acc = MAX_VALUE
     TAGS = ("<arg_key>", "</arg_key>", "<arg_value>", "</arg_value>")
 
+    def __init__(self, typer: Callable[[str, Any], Any] = fix_value, strip_keys: bool = True,
+                 at_key: bool = True) -> None:
+        self.typer = typer
+        """``(raw value, the parameter's schema or None) -> value``: vLLM's typing."""
+        self.strip_keys = strip_keys
+        """Keys are stripped (``hy_v3``'s message keeps them as written)."""
+        self.at_key = at_key
+        """The name ends at ``<arg_key>`` (GLM); else at a separator (``hy_v3``)."""
+
     def terminals(self, spell: Callable[[str], str]) -> tuple[str, ...]:
         return tuple(spell(t) for t in self.TAGS)
 
     def enter(self, run: _Run, terminal: str) -> None:
-        run.sub, run.acc = self.KEY, ""  # the name ended at <arg_key>
+        run.sub, run.acc = (self.KEY if self.at_key else self.GAP), ""
 
     def read(self, run: _Run, region: str, ended: bool) -> int:
         table = run.table
@@ -853,7 +874,7 @@ class GlmArgs:
             return
         run.acc += piece
         if len(run.acc) > MAX_VALUE:
-            run.open_string(run.key.strip(), run.acc)
+            run.open_string(run.key.strip() if self.strip_keys else run.key, run.acc)
             run.acc, run.sub = "", self.LONG
 
     def _complete(self, run: _Run) -> None:
@@ -862,8 +883,8 @@ class GlmArgs:
         elif run.sub == self.LONG:
             run.emit('"')
         else:
-            key = run.key.strip()
-            run.param(key, fix_value(run.acc, run.properties().get(key)))
+            key = run.key.strip() if self.strip_keys else run.key
+            run.param(key, self.typer(run.acc, run.properties().get(key)))
         run.acc, run.key = "", ""
 
     def close(self, run: _Run) -> None:

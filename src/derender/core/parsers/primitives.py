@@ -17,10 +17,12 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
+from typing import Any, TypeVar
 
 from derender.core.decoding.markers import pending_prefix
 from derender.core.parsers.json_value import ValueScan
-from derender.core.parsers.tools import ToolCallDelta
+from derender.core.parsers.tools import ToolCallDelta, ToolContext
 
 MAX_LEADING_SPACE = 256
 """Whitespace before a format's first call that is dropped with it; more is content (a stream
@@ -179,3 +181,23 @@ class Run:
         """More of the open call's arguments."""
         if text:
             self.deltas.append(ToolCallDelta(self.calls - 1, None, text))
+
+
+F = TypeVar("F", bound=Any)
+
+
+def forced_call(state: F, text: str, final: bool, context: ToolContext, max_space: int
+                ) -> tuple[str, list[ToolCallDelta], F]:
+    """vLLM's JSON path for a forced ``tool_choice`` (a format without a structural tag): a
+    named function's arguments are the content as written, in one call, if it is not blank
+    (its leading whitespace held meanwhile, up to ``max_space``); for "required" no call and
+    no content (vLLM reads a JSON list there, which is not done here). ``state`` has
+    ``space`` and ``calls`` fields."""
+    if context.forced_name is None:
+        return "", [], state
+    if state.calls:
+        return "", [ToolCallDelta(0, None, text)] if text else [], state
+    space = state.space + text
+    if not space.strip() and (final or len(space) <= max_space):
+        return "", [], replace(state, space="" if final else space)
+    return "", [ToolCallDelta(0, context.forced_name, space)], replace(state, calls=1, space="")

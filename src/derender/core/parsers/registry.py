@@ -28,6 +28,12 @@ reasoning parser alone; ``FOREIGN``: as the tool parser after another family's r
 parser, which reads the think tags first."""
 
 
+REQUEST_EFFORT = "\x00reasoning_effort"
+"""The key under which ``parsers.template_kwargs`` adds the request's top-level
+``reasoning_effort`` (as sent) for a switch that reads it apart from the template's
+(``hy_v3``); no template kwarg can be spelled so by accident."""
+
+
 @dataclass(frozen=True, slots=True)
 class Ref:
     """An object of a format module, named so that nothing is imported until it is used."""
@@ -191,6 +197,8 @@ GEMMA4_CALLS = (Marker(26, "<|tool_call>"), Marker(27, "<tool_call|>"), Marker(2
 GEMMA4_CHANNEL = (Marker(29, "<|channel>"), Marker(30, "<channel|>"))
 MINIMAX_M3_NS = Marker(31, "]<]minimax[>[")
 MINIMAX_M3_THINK = (Marker(32, "<mm:think>"), Marker(33, "</mm:think>"))
+# i19-glm (issue 19): Hy3's call markers (the lead renumbers new markers when merging)
+HY3_CALLS = (Marker(34, "<tool_calls>"), Marker(35, "</tool_calls>"), Marker(36, "<tool_sep>"))
 
 QWEN3_TOOLS = (TOOL_CALL, END_TOOL_CALL)
 QWEN3_REASONING = (THINK, END_THINK, TOOL_CALL, *CHATML)
@@ -251,6 +259,13 @@ TOOL_RECORDS: tuple[ToolRecord, ...] = (
                                                          *GLM_ARGS), reads=_EVERY),
     _engine("glm47", "glm", "GLM47", 54, "glm", markers=(THINK, END_THINK, *QWEN3_TOOLS,
                                                          *GLM_ARGS), reads=_EVERY),
+    # i19-glm: Ling 3 (vLLM's Ling3Parser: GLM-4.7's engine config under its own class, so
+    # its own family: its reasoning parser is read by this record's machine)
+    _engine("ling3", "glm", "LING3", 90, "ling3", markers=(THINK, END_THINK, *QWEN3_TOOLS,
+                                                           *GLM_ARGS), reads=_EVERY),
+    # i19-glm: Tencent Hy3 (a legacy vLLM parser, read with GLM's argument grammar)
+    _engine("hy_v3", "hy", "HY3", 91, "hy_v3", markers=(*HY3_CALLS, *QWEN3_TOOLS, *GLM_ARGS),
+            reads=Reads.WITH_CALLS),
     _engine("minimax_m2", "minimax", "M2", 55, "minimax_m2", markers=(THINK, END_THINK),
             reads=_EVERY),
     _engine("minimax_m3", "minimax", "M3", 56, "minimax_m3", markers=(MINIMAX_M3_NS,),
@@ -290,12 +305,16 @@ REASONING_RECORDS: tuple[ReasoningRecord, ...] = (
     _reasoning("minimax_m3", MINIMAX_M3_THINK, thinking=Thinking.KWARGS,
                switch=Ref(_F + "minimax", "m3_thinking")),
     _reasoning("mistral", (*MISTRAL_THINK, MISTRAL_CALLS[0])),
+    # i19-glm: deepseek_r1's rules, switched by reasoning_effort
+    _reasoning("hy_v3", (THINK, END_THINK), thinking=Thinking.KWARGS,
+               switch=Ref(_F + "hy", "thinking")),
     ReasoningRecord("gemma4", Machine.OWN, Ref(_F + "gemma4", "REASONING"),
                     markers=(*GEMMA4_CHANNEL, GEMMA4_CALLS[0])),
     _engine_reasoning("deepseek_v4", "deepseek_v4", "deepseek_v4", "dsml", "thinking"),
     _engine_reasoning("deepseek_v41", "deepseek_v41", "deepseek_v41", "dsml", "thinking"),
     _engine_reasoning("glm45", "glm", "glm45", "glm", "thinking"),
     _engine_reasoning("glm47", "glm", "glm47", "glm", "thinking"),
+    _engine_reasoning("ling3", "ling3", "ling3", "glm", "thinking"),  # i19-glm
     _engine_reasoning("minimax_m2", "minimax_m2", "minimax_m2", "minimax", "m2_thinking"),
     ReasoningRecord("openai_gptoss", Machine.HARMONY),
 )

@@ -1,5 +1,6 @@
-"""GLM-4.5 / GLM-4.7 on the parser engine: ``glm45`` = ``glm47``, as vLLM 0.33 configures
-them (``vllm/parser/glm47_moe.py``)::
+"""GLM-4.5 / GLM-4.7 on the parser engine: ``glm45`` = ``glm47`` (and ``ling3``, Ling 3's
+copy of the GLM-4.7 parser), as vLLM 0.33 configures them (``vllm/parser/glm47_moe.py``,
+``vllm/parser/ling3.py``)::
 
     <think>…</think><tool_call>NAME<arg_key>K</arg_key><arg_value>V</arg_value>…</tool_call>
 
@@ -54,6 +55,11 @@ def _config(name: str) -> EngineConfig:
 
 GLM45_CONFIG, GLM47_CONFIG = _config("glm45"), _config("glm47")
 GLM45, GLM47 = make_format(GLM45_CONFIG), make_format(GLM47_CONFIG)
+LING3_CONFIG = _config("ling3")
+"""Ling 3 (``vllm/parser/ling3.py``): GLM-4.7's config renamed, the same thinking switch
+(``thinking`` below; vLLM's ``Ling3Parser`` never reads the template for GLM-5.3's
+always-thinking header, which derender reads for no format either)."""
+LING3 = make_format(LING3_CONFIG)
 
 
 def thinking(kwargs: dict[str, object]) -> bool:

@@ -51,7 +51,15 @@ from typing import TypeVar
 
 from derender.core.decoding.markers import Finder, pending_prefix
 from derender.core.parsers import schema
-from derender.core.parsers.primitives import Run, escape, member, merge, split_space, unread
+from derender.core.parsers.primitives import (
+    Run,
+    escape,
+    forced_call,
+    member,
+    merge,
+    split_space,
+    unread,
+)
 from derender.core.parsers.schema import STRING, TYPES, coerce
 from derender.core.parsers.tools import ToolCallDelta, ToolContext, ToolFormat, ToolState
 from derender.core.state.codec import Reader, Writer
@@ -394,18 +402,8 @@ def feed(state: X, text: str, final: bool, context: ToolContext, grammar: Gramma
 
 def _forced(state: X, text: str, final: bool, context: ToolContext
             ) -> tuple[str, list[ToolCallDelta], X]:
-    """vLLM's JSON path for a forced ``tool_choice`` (a format without a structural tag): a
-    named function's arguments are the content as written, in one call, if it is not blank
-    (its leading whitespace held meanwhile, up to ``MAX_SPACE``); for "required" no call and
-    no content (vLLM reads a JSON list there, which is not done here)."""
-    if context.forced_name is None:
-        return "", [], state
-    if state.calls:
-        return "", [ToolCallDelta(0, None, text)] if text else [], state
-    space = state.space + text
-    if not space.strip() and (final or len(space) <= MAX_SPACE):
-        return "", [], replace(state, space="" if final else space)
-    return "", [ToolCallDelta(0, context.forced_name, space)], replace(state, calls=1, space="")
+    """vLLM's JSON path for a forced ``tool_choice`` (``primitives.forced_call``)."""
+    return forced_call(state, text, final, context, MAX_SPACE)
 
 
 def _after_call(run: _Run, stop: str, open_tag: str, close_tag: str) -> None:
