@@ -29,6 +29,11 @@ from derender_testing.models import (
 CORPUS = (ROOT / "bench" / "corpus.txt").read_text(encoding="utf-8")
 
 
+PADDED = {"kimi-k2-standin", "granite4-standin", "internlm2-standin"}
+"""Stand-ins whose GPT-2 vocabulary is padded with unreachable entries up to the real special
+tokens' ids (Kimi K2: 113,327 of them): the padding does not compact."""
+
+
 @pytest.fixture(scope="module")
 def compacted(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Every test model's folder, compacted once."""
@@ -45,7 +50,7 @@ def test_a_compacted_folder_decodes_as_the_original(compacted: Path, name: str) 
     result = verify_folder(model_folder(name), compacted / name, [SAMPLE, CORPUS])
     assert result.ids == tokenizer(name).get_vocab_size(with_added_tokens=True)
     assert (result.texts, result.random_sequences) == (2, 2000)
-    if name != "kimi-k2-standin":  # its 113,327 unreachable padding entries do not compact
+    if name not in PADDED:
         assert result.compacted_bytes < result.original_bytes / 2
 
 
