@@ -610,6 +610,31 @@ def test_streamed_stop_strings_fold_to_the_non_streaming_answer(name: str,
     assert reasons[-1] == expected["stop_reason"]
 
 
+@pytest.mark.parametrize("number", range(2205, 2211))
+def test_schema_errors_match_vllm_entry_for_entry(number: int, client_for: Any) -> None:
+    """A schema error's whole answer is vLLM's: status, type, param and every entry of the
+    message (test_replay compares only its first line), for both union branches."""
+    case = load_case(numbered(number))
+    (call,) = case["calls"]
+    assert call["status"] == 400 and call["response"]["error"]["type"] == "Bad Request"
+    response = send_call(client_for(case["model"]), case["endpoint"], call)
+    assert response.status_code == 400
+    assert response.json() == call["response"]
+    assert len(call["response"]["error"]["message"].splitlines()) == 4  # "3 validation errors:"
+
+
+@pytest.mark.parametrize("number", range(2200, 2205))
+def test_unknown_routes_and_methods_answer_as_fastapi(number: int, client_for: Any) -> None:
+    """vLLM's render server answers unknown routes and methods with FastAPI's own body
+    (``{"detail": "Not Found"}`` 404, ``{"detail": "Method Not Allowed"}`` 405), not its error
+    envelope; so do we."""
+    case = load_case(numbered(number))
+    (call,) = case["calls"]
+    assert set(call["response"]) == {"detail"}
+    response = send_call(client_for(case["model"]), case["endpoint"], call)
+    assert (response.status_code, response.json()) == (call["status"], call["response"])
+
+
 @pytest.mark.parametrize("name", sorted(BODY_LIMIT))
 def test_a_body_vllm_parses_is_over_our_limit(name: str, client_for: Any) -> None:
     """vLLM has no body limit: it parses 1,000,000 ids or logprob entries and refuses them
