@@ -39,10 +39,10 @@ START = Path(_PEER) / "start.sh" if _PEER else None
 
 TOOL_SERVERS: list[tuple[str, str, int]] = [
     # (module, server key, the case whose output is used)
-    ("issue15", "hermes", 1518), ("issue15", "qwen3_coder", 1524),
-    ("issue15", "mistral", 1530), ("issue15", "mistral-v3", 1534),
-    ("issue15_others", "llama3_json", 1546), ("issue15_others", "pythonic", 1548),
-    ("issue15_others", "deepseek_v3", 1550), ("issue15_others", "deepseek_v31", 1552),
+    ("edge_cases", "hermes", 1518), ("edge_cases", "qwen3_coder", 1524),
+    ("edge_cases", "mistral", 1530), ("edge_cases", "mistral-v3", 1534),
+    ("no_tools", "llama3_json", 1546), ("no_tools", "pythonic", 1548),
+    ("no_tools", "deepseek_v3", 1550), ("no_tools", "deepseek_v31", 1552),
     ("harmony", "harmony", 327),
     ("deepseek_dsml", "v32", 441), ("deepseek_dsml", "v4", 503), ("deepseek_dsml", "v41", 567),
     ("engine_alone", "v4_t", 1324), ("engine_alone", "glm_t", 1306),
@@ -51,6 +51,9 @@ TOOL_SERVERS: list[tuple[str, str, int]] = [
     ("qwen3_family", "mimo", 895), ("qwen3_family", "step3p5", 951),
     ("qwen3_family", "seed_oss", 1009), ("qwen3_family", "nemotron_v3", 1061),
     ("kimi", "kimi_k2", 1113), ("gemma4", "gemma4", 1195),
+    # vLLM's aliases (2144-2161): qwen3_xml (qwen3_coder), qwen3_json (hermes), llama4_json
+    ("qwen3_family", "qwen3_xml", 835), ("qwen3_family", "qwen3_json", 843),
+    ("qwen3_family", "llama4_json", 851),
 ]
 MODES: list[tuple[str, bool, dict[str, Any]]] = [
     ("i21_no_tools", False, {}), ("i21_empty_tools", False, {"tools": []}),

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import urllib.error
 import urllib.request
 from typing import Any
@@ -190,6 +191,11 @@ KIMI_NAME_IN_BODY = (KIMI_HEAD + KIMI_SECTION.format(head="")
                      + '{"name": "get_weather", "arguments": {"city": "Paris"}}'
                      + "<|tool_call_end|><|tool_calls_section_end|>")
 SEED_LIST = '[{"name": "get_weather", "parameters": {"city": "Paris"}}]'
+SEED_THINK_LIST = "<seed:think>\nThe user wants Paris weather.\n</seed:think>" + SEED_LIST
+SEED_VARIANTS = 2234
+"""The variants of 2232-2233 (``seed_oss_variants``): the list after a closed reasoning block
+(2234-2235); with ``VLLM_ENFORCE_STRICT_TOOL_CALLING=0`` in the environment (run the group
+with it set), the list alone and after the block (2236-2239)."""
 
 
 def main(port: int, only: list[str]) -> None:
@@ -215,6 +221,23 @@ def main(port: int, only: list[str]) -> None:
             *_both("kimi_k2", "i21_no_index", KIMI_NO_INDEX, 163586),
             *_both("kimi_k2", "i21_name_in_body", KIMI_NAME_IN_BODY, 163586)],
             number, "issue21:kimi_headerless", port)
+    if only == ["seed_oss_variants"]:
+        strict = os.environ.get("VLLM_ENFORCE_STRICT_TOOL_CALLING", "1") != "0"
+        fmt = qwen3_family.FORMAT
+        if not strict:
+            server = fmt.servers["seed_oss"]
+            fmt = dataclasses.replace(fmt, servers={"seed_oss": dataclasses.replace(
+                server, slug=server.slug + "-nonstrict",
+                label=server.label + " (VLLM_ENFORCE_STRICT_TOOL_CALLING=0)",
+                features=(*server.features, "env:VLLM_ENFORCE_STRICT_TOOL_CALLING=0"))})
+        required = {"tool_choice": "required"}
+        cases = [*([] if strict else _both("seed_oss", "i21_required_json_list", SEED_LIST,
+                                           IM_END, request=required)),
+                 *_both("seed_oss", "i21_required_think_json_list", SEED_THINK_LIST, IM_END,
+                        request=required)]
+        _tool_cases(fmt, "seed_oss", cases, SEED_VARIANTS + (0 if strict else 2),
+                    "issue21:seed_oss_required", port)
+        return
     if wanted("seed_oss"):
         _tool_cases(qwen3_family.FORMAT, "seed_oss", [
             *_both("seed_oss", "i21_required_json_list", SEED_LIST, IM_END,

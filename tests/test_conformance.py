@@ -62,7 +62,17 @@ DEVIATIONS: dict[str, tuple[int, str, str]] = {
 
 # Cases where we answer 200 and vLLM refuses: stop strings while streaming (README, Compatibility).
 SUPPORTED_BEYOND_VLLM = {"116-error-stream_stop_strings-deepseek-v3",
+                         "2217-i21-plain-chat-stream-i21_stop_then_length-small",
+                         "2219-i21-plain-chat-stream-i21_stop_at_end_length-small",
                          "2221-i21-plain-chat-stream-i21_stop_then_stop-small"}
+
+# Their streams (vLLM refuses them at the first chunk) folded to vLLM's non-streaming answer
+# for the same output: stop strings apply only to a "stop" finish (docs/recording/dropin.md).
+STOP_STRING_TWINS = {
+    "2217-i21-plain-chat-stream-i21_stop_then_length-small": 2216,
+    "2219-i21-plain-chat-stream-i21_stop_at_end_length-small": 2218,
+    "2221-i21-plain-chat-stream-i21_stop_then_stop-small": 2220,
+}
 
 # A body vLLM parses (and refuses naming max_model_len) is over our body limit: 413 (README
 # compatibility table). Their requests are not stored (tens of MB): rebuilt here.
@@ -318,6 +328,17 @@ STREAM_AS_MESSAGE.update({_case_name(n): _case_name(n - 1) for n in (
 # <mm:think> block, tags included, as content; the message splits it
 STREAM_AS_MESSAGE.update({_case_name(n): _case_name(n - 1)
                           for n in (*range(782, 821, 2), 824, 832)})
+# ... without tools and under "none" too (issue 21; the message: 2102, 2106)
+STREAM_AS_MESSAGE.update({_case_name(n): _case_name(n - 1) for n in (2103, 2107)})
+# gemma4 with the thought channel opened by the prompt: vLLM streams a call after the
+# reasoning as content (markup included, finish "stop"); its message reads the call
+STREAM_AS_MESSAGE.update({_case_name(2225): _case_name(2224)})
+# kimi_k2 with a header naming nothing: vLLM's stream sends the call (named from the body) with
+# arguments "", its message the whole body as arguments
+STREAM_AS_MESSAGE.update({_case_name(2231): _case_name(2230)})
+# seed_oss under "required": vLLM's message reads the content after the reasoning as a JSON
+# list of calls (2234, 2238: strict and not); its stream returns no call
+STREAM_AS_MESSAGE.update({_case_name(n): _case_name(n - 1) for n in (2235, 2239)})
 # ... and messages where we differ on purpose, as for qwen3_coder, hermes and llama3_json:
 # whitespace before the content that precedes a call stays (vLLM strips it, which a stream
 # cannot know in time); a call cut off inside a parameter keeps the value read so far (vLLM:
@@ -633,6 +654,68 @@ def test_replay(path: Path, client_for: Any) -> None:
             check_openai_body(got)
     if ours:
         _check_parser_stream(case, ours, theirs)
+
+
+@pytest.mark.parametrize("name", sorted(STOP_STRING_TWINS))
+def test_streamed_stop_strings_fold_to_the_non_streaming_answer(name: str,
+                                                                client_for: Any) -> None:
+    """The twin's output ids streamed (the recorded first chunk, then one id a chunk, the
+    twin's finish on the last): the concatenated content, finish and stop_reason are vLLM's
+    non-streaming answer (a stop string matched before a "length" finish is not applied)."""
+    case = load_case(case_path(name))
+    twin = load_case(numbered(STOP_STRING_TWINS[name]))["calls"][0]
+    ids = twin["request"]["generate_response"]["choices"][0]["token_ids"]
+    expected = twin["response"]["choices"][0]
+    first = case["chunks"][0]
+    head = len(first["generate_chunk"]["choices"][0]["token_ids"])
+    parts = [ids[:head], *([i] for i in ids[head:])]
+    client = client_for(case["model"])
+    state: Any = None
+    content, finishes, reasons = "", [], []
+    for at, part in enumerate(parts):
+        request = copy.deepcopy(first)
+        choice = request["generate_chunk"]["choices"][0]
+        choice["token_ids"] = part
+        choice["finish_reason"] = expected["finish_reason"] if at == len(parts) - 1 else None
+        if state is not None:
+            request["stream_state"] = state
+        got = client.post(case["endpoint"], json=request)
+        assert got.status_code == 200, got.text
+        body = got.json()
+        state = body["stream_state"]
+        (out,) = body["chunk"]["choices"]
+        content += out["delta"].get("content") or ""
+        finishes.append(out["finish_reason"])
+        reasons.append(out.get("stop_reason"))
+    assert content == expected["message"]["content"]
+    assert [f for f in finishes if f is not None] == [expected["finish_reason"]]
+    assert finishes[-1] == expected["finish_reason"]
+    assert reasons[-1] == expected["stop_reason"]
+
+
+@pytest.mark.parametrize("number", range(2205, 2211))
+def test_schema_errors_match_vllm_entry_for_entry(number: int, client_for: Any) -> None:
+    """A schema error's whole answer is vLLM's: status, type, param and every entry of the
+    message (test_replay compares only its first line), for both union branches."""
+    case = load_case(numbered(number))
+    (call,) = case["calls"]
+    assert call["status"] == 400 and call["response"]["error"]["type"] == "Bad Request"
+    response = send_call(client_for(case["model"]), case["endpoint"], call)
+    assert response.status_code == 400
+    assert response.json() == call["response"]
+    assert len(call["response"]["error"]["message"].splitlines()) == 4  # "3 validation errors:"
+
+
+@pytest.mark.parametrize("number", range(2200, 2205))
+def test_unknown_routes_and_methods_answer_as_fastapi(number: int, client_for: Any) -> None:
+    """vLLM's render server answers unknown routes and methods with FastAPI's own body
+    (``{"detail": "Not Found"}`` 404, ``{"detail": "Method Not Allowed"}`` 405), not its error
+    envelope; so do we."""
+    case = load_case(numbered(number))
+    (call,) = case["calls"]
+    assert set(call["response"]) == {"detail"}
+    response = send_call(client_for(case["model"]), case["endpoint"], call)
+    assert (response.status_code, response.json()) == (call["status"], call["response"])
 
 
 @pytest.mark.parametrize("name", sorted(BODY_LIMIT))

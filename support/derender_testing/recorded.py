@@ -19,25 +19,7 @@ NOT_IMPLEMENTED: frozenset[str] = frozenset()
 parser is written): cases with one of them are skipped, saying so, until it lands."""
 
 
-NOT_MATCHED_YET: dict[str, frozenset[str]] = {
-    "stop strings when the engine ends with \"length\" (the stream cuts, vLLM's "
-    "non-streaming answer does not)": frozenset({
-        "2217-i21-plain-chat-stream-i21_stop_then_length-small",
-        "2219-i21-plain-chat-stream-i21_stop_at_end_length-small"}),
-    "Gemma 4 with the thought channel opened by the prompt (vLLM: reasoning up to "
-    "<channel|>)": frozenset({
-        "2222-i21-gemma4-chat-i21_prompt_opens_channel",
-        "2223-i21-gemma4-chat-stream-i21_prompt_opens_channel-small",
-        "2224-i21-gemma4-chat-i21_prompt_opens_channel_call",
-        "2225-i21-gemma4-chat-stream-i21_prompt_opens_channel_call-small"}),
-    "MiniMax M3 streamed without tools / under \"none\" (vLLM's stream: the whole output as "
-    "content; to be checked against its non-streaming answer, as 812 and 818 were)": frozenset({
-        "2103-i21-minimax_m3-chat-stream-i21_no_tools-small",
-        "2107-i21-minimax_m3-chat-stream-i21_tool_choice_none-small"}),
-    "Kimi K2 call with an empty header (vLLM: a call, the whole body its arguments)":
-        frozenset({"2230-i21-kimi_k2-chat-i21_name_in_body",
-                   "2231-i21-kimi_k2-chat-stream-i21_name_in_body-small"}),
-}
+NOT_MATCHED_YET: dict[str, frozenset[str]] = {}
 """Drop-in recordings (2000-2299) derender does not match yet, by subject: the names of the
 cases (docs/recording/dropin.md says what vLLM does in each)."""
 

@@ -31,9 +31,13 @@ from derender.core.decoding.markers import pending_prefix
 from derender.core.decoding.sequence import DecodeSettings
 from derender.core.decoding.stops import (
     StopReason,
+    cut_at_stop_string,
+    cut_at_stop_string_marked,
     drop_stop_token,
+    find_stop_string,
+    find_stop_string_marked,
     is_stop_token,
-    match_stop_string,
+    matched_from,
     pending_prefix_marked,
     stop_string_candidates,
 )
@@ -45,6 +49,7 @@ from derender.core.registry import ServedModel
 from derender.core.state.canonical import canonical_json
 from derender.core.state.stream import StopProgress, StreamState, fingerprint, request_digest
 from derender.core.usage import usage
+from derender.settings import Settings
 
 if TYPE_CHECKING:
     from derender.contract.responses import Usage
@@ -65,6 +70,11 @@ class CallAbandonedError(DerenderError):
     error_type = ErrorType.CLIENT_CLOSED
 
 MAX_CHOICE_INDEX = 1 << 31
+
+MATCHED_HOLD_CHARS = Settings.max_stop_string_chars - 1
+"""The most characters held from a matched stop string on while the finish is not known: the
+stop-string holdback's bound (one character less than the longest stop string allowed by
+default), so the state's size bound is unchanged."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -268,18 +278,27 @@ def advance(settings: StreamSettings, state: StreamState, choice: GenerateStream
 def _hold_or_cut(progress: StopProgress, new_text: str, head_chars: int | None,
                  settings: StreamSettings, candidates: tuple[str, ...], final: bool
                  ) -> tuple[str, StopProgress, str | None]:
-    """Apply stop strings to the text produced so far: cut at a match that ends after the
-    ``min_tokens`` head, else hold back what could start one (flushed at the finish)."""
+    """Apply stop strings to the text produced so far (those ending after the ``min_tokens``
+    head): hold back what could start one, and a matched one with what follows it until the
+    finish decides, as vLLM's non-streaming answer applies stop strings only to a "stop"
+    finish; at the finish cut there, or flush what is held. A match held past
+    ``MATCHED_HOLD_CHARS`` cuts at once (README, Compatibility)."""
     buffer = progress.held + new_text
     start = progress.text_chars - len(progress.held)
     text_chars = progress.text_chars + len(new_text)
     table = parsers.RESTORE_MARKUP if settings.parsing is not None else None  # marked text
     if head_chars is not None and candidates:
-        match = match_stop_string(buffer, start + len(buffer) - head_chars, candidates,
-                                  settings.decode.stops.include_stop_str_in_output, table)
+        tail = start + len(buffer) - head_chars
+        match = (find_stop_string(buffer, tail, candidates) if table is None
+                 else find_stop_string_marked(buffer, tail, candidates, table))
         if match is not None:
-            cut, string = match
-            return cut, StopProgress("", text_chars, head_chars, stopped=True), string
+            at = matched_from(buffer, match, table)
+            if final or len(buffer) - at > MATCHED_HOLD_CHARS:
+                include = settings.decode.stops.include_stop_str_in_output
+                cut = (cut_at_stop_string(buffer, match, include) if table is None
+                       else cut_at_stop_string_marked(buffer, match, include, table))
+                return cut, StopProgress("", text_chars, head_chars, stopped=True), match[2]
+            return buffer[:at], StopProgress(buffer[at:], text_chars, head_chars), None
     stops = settings.decode.stops.stop
     hold = 0 if final else (pending_prefix_marked(buffer, stops, table) if table is not None
                             else pending_prefix(buffer, stops))

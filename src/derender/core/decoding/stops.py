@@ -179,6 +179,19 @@ def cut_at_stop_string_marked(text: str, match: tuple[int, int, str], include: b
     return marked_prefix(text, end if include else start, table)
 
 
+def matched_from(text: str, match: tuple[int, int, str], table: Table | None) -> int:
+    """Characters of ``text`` before a match of :func:`find_stop_string` (``table`` None) or
+    :func:`find_stop_string_marked`: a marker the match begins inside counts as after it."""
+    if table is None:
+        return match[0]
+    at = 0
+    for index, char in enumerate(text):
+        at += len(_spelled(char, table))
+        if at > match[0]:
+            return index
+    return len(text)
+
+
 def pending_prefix_marked(text: str, stops: Sequence[str], table: Table) -> int:
     """Marked characters at the end of ``text`` to hold back because what they stand for
     could begin a stop string: whole characters, so a marker is held whole or not at all."""

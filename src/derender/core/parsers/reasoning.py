@@ -95,6 +95,10 @@ class ReasoningFormat:
     """Output starting with ``prefix`` (or only its ``rstrip``) is a block whose ``start`` was
     left out. The start state holds ``start`` + ``end`` (text that is never held otherwise)
     as the mark of the output's start until that is known."""
+    prompt_closers: tuple[str, ...] = ()
+    """gemma4: a prompt whose last ``start`` comes after all of these (vLLM's
+    ``_prompt_ends_in_open_reasoning``: ``<channel|>``, ``<|tool_call>``, a turn marker) leaves
+    the block open: the output starts in reasoning."""
     opens_once: bool = False
     """minimax_m3: the first ``start`` in the content opens reasoning; once it ends no marker
     is read; an ``end`` opening the output (not started in reasoning) is dropped
@@ -192,6 +196,22 @@ def prompt_leaves_reasoning_open(vocab: Vocabulary, prompt_ids: Sequence[int] | 
     return True
 
 
+def prompt_opens_block(vocab: Vocabulary, prompt_ids: Sequence[int] | None,
+                       fmt: ReasoningFormat) -> bool:
+    """Scanning the prompt backwards, ``fmt.start`` comes before any of ``fmt.prompt_closers``
+    (each a single token of the vocabulary; one that is not is never seen)."""
+    opening = vocab.token_id(fmt.start)
+    if opening is None:
+        return False
+    closing = {vocab.token_id(m) for m in fmt.prompt_closers} - {None}
+    for token in reversed(prompt_ids or ()):
+        if token == opening:
+            return True
+        if token in closing:
+            return False
+    return False
+
+
 def start(fmt: ReasoningFormat, vocab: Vocabulary, prompt_ids: Sequence[int] | None,
           thinking: bool, force_content: bool = False) -> ReasoningState | None:
     """Initial state, or None when the parser is off (all text is content, untouched).
@@ -206,6 +226,8 @@ def start(fmt: ReasoningFormat, vocab: Vocabulary, prompt_ids: Sequence[int] | N
         return ReasoningState(False, swap=swap)
     if fmt.honours_prompt:
         return ReasoningState(prompt_leaves_reasoning_open(vocab, prompt_ids), swap=swap)
+    if fmt.prompt_closers and prompt_opens_block(vocab, prompt_ids, fmt):
+        return ReasoningState(True, swap=swap)
     if fmt.prefix_opens:
         return ReasoningState(False, spelling(vocab.token_id, fmt.start, STAND_IN)
                               + spelling(vocab.token_id, fmt.end, STAND_IN),

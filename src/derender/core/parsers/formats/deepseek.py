@@ -35,6 +35,11 @@ its differences are data of ``Grammar`` (vLLM 0.33 reads it with its parser engi
 - the head is the text up to ``<|tool_call_argument_begin|>``, stripped; it must match
   ``.+:\\d+`` (else the call is dropped) and is the call's id as written — vLLM does not
   renumber it — and the name is its part before the first ``:`` less ``functions.``;
+- a header that names nothing (no ``:IDX``, or nothing before it) makes vLLM's engine read
+  the name from the body (its ``"name": "…"``, the first one): the body is held whole to the
+  call's end (at most ``MAX_HEAD`` characters, else the call is dropped: README), then it is
+  a call of that name whose arguments are the whole body, stripped, with the id
+  ``functions.NAME:IDX`` (IDX: the call's index); without a name there is no call;
 - the arguments are the raw text, stripped (held whitespace at either end dropped), ``{}``
   when empty; text after the section end is dropped, calls after it still read (as
   ``deepseek_v31``).
@@ -64,8 +69,11 @@ FENCE_OPEN, FENCE_CLOSE = "\n```json\n", "\n```"
 MAX_HEAD = 512
 """Characters of a call read before its head (up to its arguments) must be known."""
 
-CONTENT, CALLS, HEAD, ARGS, SKIP = "content", "calls", "head", "args", "skip"
-MODES = (CONTENT, CALLS, HEAD, ARGS, SKIP)
+CONTENT, CALLS, HEAD, ARGS, SKIP, BODY = "content", "calls", "head", "args", "skip", "body"
+MODES = (CONTENT, CALLS, HEAD, ARGS, SKIP, BODY)
+BODY_NAME = re.compile(r'"name"\s*:\s*"([^"]*)"')
+"""kimi_k2: vLLM's ``_NAME_RE`` (its parser engine's ``_try_extract_name``), searched in the
+body of a call whose header names nothing."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,12 +157,12 @@ def _head_kimi(head: str, m: dict[str, str]) -> Head:
     if stop is None:
         return True
     at, marker = stop
-    found = KIMI_ID.match(head[:at].strip()) if marker == m[SEP] else None
-    if found is None:
+    if marker != m[SEP]:
         return False
-    call_id = found.group("id").strip()
-    name = call_id.split(":")[0].removeprefix("functions.")
-    return (name, at + len(marker), call_id) if name else False
+    found = KIMI_ID.match(head[:at].strip())
+    call_id = None if found is None else found.group("id").strip()
+    name = "" if call_id is None else call_id.split(":")[0].removeprefix("functions.")
+    return (name, at + len(marker), call_id) if name else ("", at + len(marker), None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -230,12 +238,37 @@ def _feed(state: DeepSeekState, text: str, final: bool, context: ToolContext, g:
             if head is True and not final and len(buffer) - pos < MAX_HEAD:
                 held = buffer[pos:]
                 break
-            if isinstance(head, tuple) and head[1] <= MAX_HEAD:
+            if isinstance(head, tuple) and head[1] <= MAX_HEAD and not head[0]:
+                mode, pos = BODY, pos + head[1]  # kimi_k2: the name is read from the body
+            elif isinstance(head, tuple) and head[1] <= MAX_HEAD:
                 deltas.append(ToolCallDelta(calls, head[0], "", head[2]))
                 calls += 1
                 mode, pos, started = ARGS, pos + head[1], False
             else:
                 mode = SKIP  # not a call we can read: dropped to its end
+        elif mode == BODY:  # held whole to its end, then a call if it names one
+            stops = (m[CALL_END], m[CALLS_END], m[CALL_BEGIN])
+            found = finder.earliest(stops, pos)
+            if found is None and not final:
+                if len(buffer) - pos > MAX_HEAD:  # too long to hold: dropped (README)
+                    mode = SKIP
+                    continue
+                held = buffer[pos:]
+                break
+            at = len(buffer) if found is None else found[0]
+            body = buffer[pos:at]
+            named = BODY_NAME.search(body)
+            if named is not None and named.group(1):
+                name = named.group(1)
+                deltas.append(ToolCallDelta(calls, name, body.strip() or "{}",
+                                            f"functions.{name}:{calls}"))
+                calls += 1
+                started = True
+            if found is None:
+                pos = len(buffer)
+            else:
+                pos = at + len(found[1])
+                mode = HEAD if found[1] == m[CALL_BEGIN] else CALLS
         else:  # ARGS: raw up to the call's end (v3: less the closing fence)
             stops = (m[CALL_END], m[CALLS_END], m[CALL_BEGIN])
             found = finder.earliest(stops, pos)

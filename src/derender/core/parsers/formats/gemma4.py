@@ -9,7 +9,9 @@ Reasoning (``REASONING``, data of the reasoning machine in ``reasoning.py``): ou
 as content; ``<|channel>`` opens a block (again), ``<channel|>`` ends it and is dropped in
 content, ``<|tool_call>`` ends it and stays for the tool parser; ``thought\\n`` after
 ``<|channel>`` is removed (``thought`` alone too when the block ends there); output that
-starts with ``thought\\n`` is a block whose ``<|channel>`` was left out (vLLM injects it).
+starts with ``thought\\n`` is a block whose ``<|channel>`` was left out (vLLM injects it); a
+prompt ending inside an open ``<|channel>`` block (none of ``<channel|>``, ``<|tool_call>``,
+``<|turn>``, ``<|tool_response>`` after it) starts the output in reasoning.
 
 Tool calls (``FORMAT``): ``<|tool_call>``, then ``call:`` (or a bare ``:``), the name up to
 ``{`` or ``(``, the body up to ``<tool_call|>`` (or the end of the output, or the next
@@ -61,7 +63,7 @@ _BARE_END = re.compile(r"[,}\]]")
 REASONING = ReasoningFormat(
     "gemma4", ends_implicitly=(TOOL_START,), drops_late_end=True, start=CHANNEL_START,
     end=CHANNEL_END, starts_in_content=True, reopens=True, prefix="thought\n",
-    prefix_opens=True)
+    prefix_opens=True, prompt_closers=(CHANNEL_END, TOOL_START, "<|turn>", "<|tool_response>"))
 """vLLM's ``gemma4`` reasoning parser, as data of the reasoning machine."""
 
 

@@ -402,8 +402,45 @@ def feed(state: X, text: str, final: bool, context: ToolContext, grammar: Gramma
 
 def _forced(state: X, text: str, final: bool, context: ToolContext
             ) -> tuple[str, list[ToolCallDelta], X]:
-    """vLLM's JSON path for a forced ``tool_choice`` (``primitives.forced_call``)."""
+    """vLLM's JSON path for a forced ``tool_choice`` (a format without a structural tag): a
+    named function's arguments are the content as written, in one call, if it is not blank
+    (its leading whitespace held meanwhile, up to ``MAX_SPACE``); for "required" the content
+    is held to the end (at most ``MAX_VALUE`` characters, else no call: README) and read as
+    vLLM reads it, a JSON list of ``{"name", "parameters"}`` (``_listed_calls``); no content."""
+    if context.forced_name is None:
+        if state.flags & OVERFLOW:
+            return "", [], state
+        listed = state.space + text
+        if final:
+            return "", _listed_calls(listed), replace(state, space="")
+        if len(listed) > MAX_VALUE:
+            return "", [], replace(state, space="", flags=state.flags | OVERFLOW)
+        return "", [], replace(state, space=listed)
     return forced_call(state, text, final, context, MAX_SPACE)
+
+
+def _listed_calls(text: str) -> list[ToolCallDelta]:
+    """vLLM's ``TypeAdapter(list[FunctionDefinition]).validate_json(content)``: every element
+    an object with a string ``name``, ``description`` a string or null, ``parameters`` an
+    object or null (its arguments ``json.dumps`` of it: ``null`` when absent), or no call at
+    all."""
+    try:
+        listed = json.loads(text)
+    except ValueError:
+        return []
+    if not isinstance(listed, list):
+        return []
+    calls: list[ToolCallDelta] = []
+    for index, item in enumerate(listed):
+        if not isinstance(item, dict) or not isinstance(item.get("name"), str):
+            return []
+        description, parameters = item.get("description"), item.get("parameters")
+        if (description is not None and not isinstance(description, str)) or (
+                parameters is not None and not isinstance(parameters, dict)):
+            return []
+        calls.append(ToolCallDelta(index, item["name"],
+                                   json.dumps(parameters, ensure_ascii=False)))
+    return calls
 
 
 def _after_call(run: _Run, stop: str, open_tag: str, close_tag: str) -> None:
