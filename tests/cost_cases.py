@@ -47,6 +47,8 @@ TEMPLATES: dict[str, str] = {
     "hermes": '<tool_call>{"name": "NAME", "arguments": {"a": "VALUE", "n": 1}}</tool_call>',
     "llama3_json": '{"name": "NAME", "parameters": {"a": "VALUE", "n": 1}}; ',
     "pythonic": '[NAME(a="VALUE", n=1), NAME(a="VALUE")]',
+    "llama4_pythonic": ('<|python_start|>[NAME(a="VALUE<|python_end|>", n=1), NAME(a="VALUE")]'
+                        "<|python_end|>"),
     "deepseek_v3": ("<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME\n"
                     '```json\n{"a": "VALUE", "n": 1}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>'),
     "deepseek_v31": ("<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>NAME<｜tool▁sep｜>"

@@ -299,6 +299,24 @@ STREAM_AS_MESSAGE.update({_case_name(n): _case_name(n - 1) for n in (
     856,  # llama4_json: text before the JSON makes vLLM's stream all content
     1052, 1054,  # nemotron_v3: vLLM swaps reasoning and content only non-streaming
 )})
+# llama4_pythonic (docs/vllm-compat/pythonic.md): vLLM streams an output opening with
+# <|python_start|> with that marker's first tokens as content and <|python_end|> inside the
+# arguments; streams nothing for an unreadable first call or one cut off by the end of the
+# output (or streams the cut-off call); and streams the first call before an unreadable second
+# one. The message strips the markers, or keeps the whole output as content.
+STREAM_AS_MESSAGE.update({_case_name(n): _case_name(n - 1) for n in (
+    3415, 3417, 3419, 3421, 3423, 3433, 3435, 3439, 3441, 3443, 3451, 3457, 3461)})
+# ... and its messages where we differ as for pythonic (155, 160, README compatibility): text
+# after the "]" dropped; a later unreadable call keeps the calls before it; the model's list
+# read under tool_choice "required" and a named choice.
+_PARIS_C = ("get_weather", {"city": "Paris", "unit": "c"})
+MESSAGE_DIFFERENCES.update({_case_name(n): ours for n, ours in (
+    (3424, (None, [_PARIS_C], "tool_calls")),
+    (3430, (None, [_PARIS_C], "tool_calls")),
+    (3434, (", get_time(x=)]", [("get_weather", {"city": "Paris"})], "tool_calls")),
+    (3450, ("", [_PARIS_C], "tool_calls")),
+    (3456, ("", [_PARIS_C], "stop")),
+)})
 # MiniMax M3 (docs/vllm-compat/minimax.md): vLLM's stream judges from the default prompt (which
 # mentions <mm:think>/</mm:think>) that reasoning has ended and streams an output's
 # <mm:think> block, tags included, as content; the message splits it

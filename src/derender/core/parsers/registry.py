@@ -212,6 +212,8 @@ TOOL_RECORDS: tuple[ToolRecord, ...] = (
     _own("llama3_json", "llama3_json", "FORMAT", 1, aliases=("llama4_json",),
          markers=(PYTHON_TAG,)),
     _own("pythonic", "pythonic", "FORMAT", 2),
+    # i19-pythonic: the pythonic family's other names (state tags 70-79)
+    _own("llama4_pythonic", "llama4_pythonic", "FORMAT", 70),
     _own("deepseek_v3", "deepseek", "V3", 20, markers=DEEPSEEK_CALLS),
     _own("deepseek_v31", "deepseek", "V31", 21, markers=DEEPSEEK_CALLS),
     _own("kimi_k2", "deepseek", "KIMI_K2", 22, markers=KIMI_CALLS, under_none=True,
