@@ -317,6 +317,30 @@ MESSAGE_DIFFERENCES.update({_case_name(n): ours for n, ours in (
     (3450, ("", [_PARIS_C], "tool_calls")),
     (3456, ("", [_PARIS_C], "stop")),
 )})
+# olmo3 (docs/vllm-compat/pythonic.md): vLLM's reasoning parser streams everything as
+# reasoning until a </think>, so with both parsers every stream without one is reasoning; the
+# tool parser streams only output starting with "<" and cannot join lines across chunks.
+STREAM_AS_MESSAGE.update({_case_name(n): _case_name(n - 1) for n in (
+    *range(3463, 3506, 2), 3507, 3511, 3513, 3517, 3521, 3527, 3529, 3531, 3533, 3537, 3539,
+    3541, 3543, 3545, 3547, 3553, 3555)})
+# ... and its messages where we differ on purpose (README compatibility, olmo3 rows): text
+# before <function_calls> stays content; a later unreadable call keeps the calls before it;
+# the block is read under "required" and a named choice; reasoning is read only from a
+# <think> opening the output (or the prompt), and is reasoning without its </think> too.
+_THOUGHT = "The user wants Paris weather; call the tool."
+MESSAGE_DIFFERENCES.update({_case_name(n): ours for n, ours in (
+    (3482, ("Let me check the weather.\n", [_PARIS_C], "tool_calls")),
+    (3498, (", get_time(x=)</function_calls>", [("get_weather", {"city": "Paris"})],
+            "tool_calls")),
+    (3512, (_THOUGHT + "</think>It is sunny.", [], "stop")),
+    (3514, (None, [], "stop")),
+    (3516, ("Hmm. <think>" + _THOUGHT + "</think>It is sunny.", [], "stop")),
+    (3536, ("", [_PARIS_C], "tool_calls")),
+    (3542, ("", [_PARIS_C], "stop")),
+    (3552, ("<think>" + _THOUGHT + "</think>", [_PARIS_C], "tool_calls")),
+)})
+MESSAGE_REASONING.update({_case_name(3512): None, _case_name(3514): _THOUGHT,
+                          _case_name(3516): None})
 # MiniMax M3 (docs/vllm-compat/minimax.md): vLLM's stream judges from the default prompt (which
 # mentions <mm:think>/</mm:think>) that reasoning has ended and streams an output's
 # <mm:think> block, tags included, as content; the message splits it

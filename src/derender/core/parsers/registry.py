@@ -214,6 +214,7 @@ TOOL_RECORDS: tuple[ToolRecord, ...] = (
     _own("pythonic", "pythonic", "FORMAT", 2),
     # i19-pythonic: the pythonic family's other names (state tags 70-79)
     _own("llama4_pythonic", "llama4_pythonic", "FORMAT", 70),
+    _own("olmo3", "olmo3", "FORMAT", 71),
     _own("deepseek_v3", "deepseek", "V3", 20, markers=DEEPSEEK_CALLS),
     _own("deepseek_v31", "deepseek", "V31", 21, markers=DEEPSEEK_CALLS),
     _own("kimi_k2", "deepseek", "KIMI_K2", 22, markers=KIMI_CALLS, under_none=True,
@@ -274,6 +275,7 @@ REASONING_RECORDS: tuple[ReasoningRecord, ...] = (
     _reasoning("minimax_m3", MINIMAX_M3_THINK, thinking=Thinking.KWARGS,
                switch=Ref(_F + "minimax", "m3_thinking")),
     _reasoning("mistral", (*MISTRAL_THINK, MISTRAL_CALLS[0])),
+    _reasoning("olmo3", (THINK, END_THINK)),  # i19-pythonic
     ReasoningRecord("gemma4", Machine.OWN, Ref(_F + "gemma4", "REASONING"),
                     markers=(*GEMMA4_CHANNEL, GEMMA4_CALLS[0])),
     _engine_reasoning("deepseek_v4", "deepseek_v4", "deepseek_v4", "dsml", "thinking"),
