@@ -184,9 +184,9 @@ class _Run:
         close = "]" if closed or (final and self.phase == LINES) else ""
         if self._feed("".join(joined) + close, last, close):
             return rest
-        if closed:
-            self.phase = DONE
-            return ""
+        if closed:  # after an unreadable call the rest is content too, as written
+            self.phase = PASS if self.inner.mode == pythonic.CONTENT else DONE
+            return rest if self.phase == PASS else ""
         self.held = rest
         return ""
 
@@ -199,7 +199,9 @@ class _Run:
 
     def _feed(self, text: str, final: bool, added: str = "") -> bool:
         """Feed the machine (``added``: the ``]`` ending ``text`` that the output does not
-        hold); True when it turned to content (the phase is then PASS)."""
+        hold); True when no call was read and the output so far is content as written (the
+        phase is then PASS). After a call was read, the machine's content is the joined text
+        from the unreadable call on, up to the block's end."""
         out, more, self.inner = pythonic.feed(self.inner, text, final, self.context)
         if added and out.endswith(added):
             out = out[:-len(added)]
@@ -208,9 +210,12 @@ class _Run:
             self.raw = ""
         if self.inner.mode != pythonic.CONTENT:
             return False
-        self.content.append(self.raw if self.inner.calls == 0 and self.kept else out)
-        self.phase, self.raw = PASS, ""
-        return True
+        if self.inner.calls == 0 and self.kept:
+            self.content.append(self.raw)
+            self.phase, self.raw = PASS, ""
+            return True
+        self.content.append(out)
+        return False
 
 
 def _partial(buffer: str, marker: str) -> int:
