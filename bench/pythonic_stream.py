@@ -7,6 +7,10 @@ is long corpus text (``bench/corpus.txt``, quotes and backslashes escaped):
   llama4_pythonic (``tests/models/llama3.1-tools``, fetched by ``make test``):
   ``<|python_start|>[get_weather(city='Lisbon', notes='…')]<|python_end|>`` + EOS 128009.
 
+  olmo3 (``tests/models/olmo3-standin``, derived at first use; the tool and reasoning parsers):
+  ``<function_calls>\nget_weather(city='Lisbon', notes='…')\n</function_calls>`` + EOS
+  100265.
+
 The stream is first derendered whole, call after call, and checked: the folded stream and the
 non-streaming answer both give no content and the one ``get_weather`` call with the arguments
 built. Then chunks 10, 1,000 and 4,000 (all inside the ``notes`` value) are replayed with the
@@ -52,12 +56,16 @@ class Format:
     eos: int
     head: str
     tail: str
+    reasoning: str | None = None
 
 
 FORMATS = {
     "llama4_pythonic": Format("llama3.1-tools", "llama4_pythonic", 128009,
                               "<|python_start|>[get_weather(city='Lisbon', notes='",
                               "')]<|python_end|>"),
+    "olmo3": Format("olmo3-standin", "olmo3", 100265,
+                    "<function_calls>\nget_weather(city='Lisbon', notes='", "')\n</function_calls>",
+                    "olmo3"),
 }
 
 
@@ -67,11 +75,12 @@ def models_folder(root: Path, key: str, fmt: Format) -> Path:
     folder = root / key / fmt.model
     folder.mkdir(parents=True)
     for name in ("tokenizer.json", "tokenizer_config.json", "config.json",
-                 "generation_config.json"):
+                 "generation_config.json", "chat_template.jinja"):
         if (source / name).is_file():
             (folder / name).symlink_to(source / name)
     (folder / "derender.json").write_text(json.dumps({
-        "served_names": [fmt.model], "tool_parser": fmt.parser}))
+        "served_names": [fmt.model], "tool_parser": fmt.parser,
+        **({"reasoning_parser": fmt.reasoning} if fmt.reasoning else {})}))
     return folder
 
 
