@@ -53,6 +53,9 @@ TEMPLATES: dict[str, str] = {
                 "</longcat_tool_call>"),
     "llama3_json": '{"name": "NAME", "parameters": {"a": "VALUE", "n": 1}}; ',
     "pythonic": '[NAME(a="VALUE", n=1), NAME(a="VALUE")]',
+    "olmo3": '<function_calls>\nNAME(a="VALUE", n=1)\n  NAME(a="VALUE")\n</function_calls>',
+    "llama4_pythonic": ('<|python_start|>[NAME(a="VALUE<|python_end|>", n=1), NAME(a="VALUE")]'
+                        "<|python_end|>"),
     "deepseek_v3": ("<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME\n"
                     '```json\n{"a": "VALUE", "n": 1}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>'),
     "deepseek_v31": ("<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>NAME<｜tool▁sep｜>"
@@ -127,6 +130,7 @@ REASONING_TEMPLATES: dict[str, str] = {
     "deepseek_v4": THINK, "deepseek_v41": THINK, "glm45": THINK, "glm47": THINK, "step5": THINK,
     "holo2": THINK, "ling3": THINK, "hy_v3": THINK,
     "minimax_m2": THINK + "<minimax:tool_call>",
+    "olmo3": "<think>reasoning VALUE</think>answer",
 }
 """Text each reasoning parser reads markers in."""
 
@@ -135,7 +139,7 @@ PAIRS: tuple[tuple[str | None, str | None], ...] = (
     *((r, None) for r in REASONING_TEMPLATES),
     ("qwen3", "hermes"), ("qwen3", "qwen3_coder"), ("step3p5", "qwen3_coder"),
     ("nemotron_v3", "qwen3_coder"), ("mimo", "mimo"), ("seed_oss", "seed_oss"),
-    ("mistral", "mistral"), ("kimi_k2", "kimi_k2"), ("gemma4", "gemma4"),
+    ("mistral", "mistral"), ("kimi_k2", "kimi_k2"), ("gemma4", "gemma4"), ("olmo3", "olmo3"),
     ("deepseek_v4", "deepseek_v4"), ("deepseek_v41", "deepseek_v41"), ("glm47", "glm47"),
     ("minimax_m2", "minimax_m2"), ("minimax_m3", "minimax_m3"), ("step5", "step5"),
     ("holo2", "hermes"), ("ling3", "ling3"), ("hy_v3", "hy_v3"),
@@ -151,6 +155,9 @@ class _Vocab:
 
     def token_id(self, token: str) -> int | None:
         return None
+
+    def decode(self, ids: list[int]) -> str:
+        return ""
 
     def spelled(self, marker: str) -> str:
         return marker

@@ -23,6 +23,7 @@ from derender_testing.tokenizer_variants import (
     derive_llama31_tools,
     derive_mistral_tools,
     derive_mistral_tools_v3,
+    derive_olmo3_standin,
     gunzip_tokenizer,
 )
 
@@ -35,7 +36,8 @@ MODEL_NAMES = ("qwen3", "mistral-7b", "deepseek-v4", "gpt2", "llama3.1", "llama3
                "mistral-tools", "mistral-tools-v3", "gpt-oss", "deepseek-v3.1", "deepseek-v3.2",
                "deepseek-v4-native", "deepseek-v4.1-native", "glm-4.5v", "glm-4.7-flash",
                "minimax-m2.7", "minimax-m3", "kimi-k2-standin", "gemma4-standin",
-               "granite4-standin", "hy3-standin")
+               "granite4-standin", "hy3-standin",
+               "olmo3-standin")
 DERIVED = {"llama3.1-tools": ("llama3.1", derive_llama31_tools),
            "mistral-tools": ("mistral-7b", derive_mistral_tools),
            "mistral-tools-v3": ("mistral-7b", derive_mistral_tools_v3),
@@ -52,7 +54,8 @@ DERIVED = {"llama3.1-tools": ("llama3.1", derive_llama31_tools),
            "kimi-k2-standin": ("gpt2", derive_kimi_standin),
            "gemma4-standin": ("gemma3", derive_gemma4_standin),
            "granite4-standin": ("gpt2", derive_granite4_standin),
-           "hy3-standin": ("gpt2", derive_hy3_standin)}
+           "hy3-standin": ("gpt2", derive_hy3_standin),
+           "olmo3-standin": ("gpt2", derive_olmo3_standin)}
 """Test models whose tokenizer files are derived from another's (``tokenizer_variants``)."""
 
 

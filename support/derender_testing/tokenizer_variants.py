@@ -277,3 +277,41 @@ def derive_hy3_standin(source: Path, target: Path) -> bool:
         config["model_max_length"] = 131072
 
     return derive(source, target, build)
+
+
+OLMO3_VOCAB_SIZE = 100_278
+OLMO3_SPECIAL = {100257: "<|endoftext|>", 100258: "<|fim_prefix|>", 100259: "<|fim_middle|>",
+                 100260: "<|fim_suffix|>", 100264: "<|im_start|>", 100265: "<|im_end|>",
+                 100276: "<|endofprompt|>", 100277: "<|pad|>"}
+"""``olmo3-standin`` (branch i19-pythonic): GPT-2's byte-level BPE (OLMo 3's dolma2 vocabulary
+is cl100k_base's, not available offline) with OLMo 3's added tokens at their ids. 100257 (EOS)
+and 100277 (pad) are OLMo's published config values; ``<|fim_*|>`` and ``<|endofprompt|>``
+are cl100k_base's; ``<|im_start|>``/``<|im_end|>`` at 100264/100265 follow cl100k's chat
+extension and are unverified against OLMo 3's own file. ``<think>``, ``</think>`` and
+``<function_calls>`` are ordinary text in OLMo 3 (vLLM's parsers match them as text)."""
+
+
+def derive_olmo3_standin(source: Path, target: Path) -> bool:
+    """``target``'s tokenizer files from ``source``'s (GPT-2's): GPT-2's ``<|endoftext|>`` (50256)
+    renamed, the base vocabulary padded to 100256, ``OLMO3_SPECIAL`` and reserved names up to
+    ``OLMO3_VOCAB_SIZE`` as special added tokens. Deterministic; git-ignored."""
+    def build(tokenizer: Any, config: Any) -> None:
+        vocab = tokenizer["model"]["vocab"]
+        assert vocab.pop("<|endoftext|>") == 50256
+        vocab["<|standin_gpt2_endoftext|>"] = 50256
+        for token_id in range(len(vocab), 100257):
+            vocab[f"<|standin_pad_{token_id}|>"] = token_id
+        added = [{"id": i, "content": OLMO3_SPECIAL.get(i, f"<|standin_reserved_{i}|>"),
+                  "single_word": False, "lstrip": False, "rstrip": False, "normalized": False,
+                  "special": True} for i in range(100257, OLMO3_VOCAB_SIZE)]
+        tokenizer["added_tokens"] = added
+        config.clear()
+        config.update({
+            "added_tokens_decoder": {str(t["id"]): {k: v for k, v in t.items() if k != "id"}
+                                     for t in added},
+            "bos_token": None, "eos_token": "<|im_end|>", "pad_token": "<|pad|>",
+            "unk_token": None, "add_bos_token": False, "add_eos_token": False,
+            "clean_up_tokenization_spaces": False, "model_max_length": 65536,
+            "tokenizer_class": "PreTrainedTokenizerFast"})
+
+    return derive(source, target, build)

@@ -26,6 +26,8 @@ could still become a marker. Formats, as vLLM 0.33 names them:
   ``<|tool_calls_section_begin|>`` ending reasoning (kept for the tool parser), trailing
   whitespace of reasoning dropped; off (all content) when the template kwargs set ``thinking``
   or ``enable_thinking`` and neither is truthy.
+- ``olmo3``: ``<think>`` read only where the output starts (or the prompt's text ending with
+  it), the first ``</think>`` ends reasoning, nothing is read after it (``at_start_only``).
 - ``gemma4`` (``parsers/gemma4.py`` holds its data): ``<|channel>``…``<channel|>`` blocks with a
   ``thought\n`` prefix removed (``prefix``), output starting with the prefix opening reasoning.
 """
@@ -99,12 +101,18 @@ class ReasoningFormat:
     """gemma4: a prompt whose last ``start`` comes after all of these (vLLM's
     ``_prompt_ends_in_open_reasoning``: ``<channel|>``, ``<|tool_call>``, a turn marker) leaves
     the block open: the output starts in reasoning."""
+    at_start_only: bool = False
+    """olmo3: ``start`` is read only where the output starts (absorbed, opening reasoning) and
+    is text anywhere else; the first ``end`` ends reasoning and after it no marker is read;
+    the prompt's text ending with ``start`` starts the output inside reasoning."""
     opens_once: bool = False
     """minimax_m3: the first ``start`` in the content opens reasoning; once it ends no marker
     is read; an ``end`` opening the output (not started in reasoning) is dropped
     (``ReasoningState.stage``)."""
 
     def markers(self, reasoning: bool, stage: int = 0) -> tuple[str, ...]:
+        if self.at_start_only:
+            return (self.end,) if reasoning else ()
         if reasoning:
             return (self.start, self.end, *self.ends_implicitly, *self.removed)
         if self.opens_once:
@@ -149,6 +157,7 @@ FORMATS = {
     # (parsers.m3_thinking) [819, 825, 827, 829, 831, 833]
     "minimax_m3": ReasoningFormat("minimax_m3", start="<mm:think>", end="</mm:think>",
                                   starts_in_content=True, opens_once=True),
+    "olmo3": ReasoningFormat("olmo3", at_start_only=True),
     "mistral": ReasoningFormat("mistral", ends_implicitly=("[TOOL_CALLS]",), drops_late_end=True,
                                start="[THINK]", end="[/THINK]", starts_in_content=True,
                                reopens=True, strips_trailing_space=True),
@@ -234,7 +243,20 @@ def start(fmt: ReasoningFormat, vocab: Vocabulary, prompt_ids: Sequence[int] | N
                               swap=swap)
     if fmt.opens_once:
         return ReasoningState(thinking)
+    if fmt.at_start_only:
+        return ReasoningState(prompt_text_opens(vocab, prompt_ids, fmt.start))
     return ReasoningState(not fmt.starts_in_content, swap=swap)
+
+
+PROMPT_TAIL = 16
+"""Prompt ids decoded to see whether the prompt's text ends with a start marker."""
+
+
+def prompt_text_opens(vocab: Vocabulary, prompt_ids: Sequence[int] | None, marker: str) -> bool:
+    """Whether the prompt's text ends with ``marker`` (whitespace after it allowed): its last
+    ``PROMPT_TAIL`` ids decoded (the marker spelled by ordinary tokens, or as one token)."""
+    tail = vocab.decode(list((prompt_ids or ())[-PROMPT_TAIL:])).rstrip()
+    return tail.endswith((marker, spelling(vocab.token_id, marker, STAND_IN)))
 
 
 def v3_switch(kwargs: Mapping[str, object]) -> bool:
@@ -308,6 +330,13 @@ def _split(fmt: ReasoningFormat, state: ReasoningState, text: str, final: bool,
         if skip is None:
             return ReasoningDelta("", ""), ReasoningState(False, buffer)
         buffer = (start_think if skip else "") + rest
+    if fmt.at_start_only and stage == FRESH:  # the output's start: a start marker opens
+        if buffer.startswith(start_think):
+            pos, in_reasoning, stage = len(start_think), True, BEFORE
+        elif start_think.startswith(buffer) and not final:
+            return ReasoningDelta("", ""), ReasoningState(in_reasoning, buffer)
+        else:
+            stage = BEFORE
     if fmt.opens_once and not in_reasoning and stage == FRESH:
         if buffer.startswith(end_think):  # a stray closer opening the output is dropped
             pos, stage = len(end_think), AFTER

@@ -231,6 +231,9 @@ TOOL_RECORDS: tuple[ToolRecord, ...] = (
     _own("llama3_json", "llama3_json", "FORMAT", 1, aliases=("llama4_json",),
          markers=(PYTHON_TAG,)),
     _own("pythonic", "pythonic", "FORMAT", 2),
+    # i19-pythonic: the pythonic family's other names (state tags 70-79)
+    _own("llama4_pythonic", "llama4_pythonic", "FORMAT", 70),
+    _own("olmo3", "olmo3", "FORMAT", 71),
     _own("deepseek_v3", "deepseek", "V3", 20, markers=DEEPSEEK_CALLS),
     _own("deepseek_v31", "deepseek", "V31", 21, markers=DEEPSEEK_CALLS),
     _own("kimi_k2", "deepseek", "KIMI_K2", 22, markers=KIMI_CALLS, under_none=True,
@@ -308,6 +311,7 @@ REASONING_RECORDS: tuple[ReasoningRecord, ...] = (
     # i19-glm: deepseek_r1's rules, switched by reasoning_effort
     _reasoning("hy_v3", (THINK, END_THINK), thinking=Thinking.KWARGS,
                switch=Ref(_F + "hy", "thinking")),
+    _reasoning("olmo3", (THINK, END_THINK)),  # i19-pythonic
     ReasoningRecord("gemma4", Machine.OWN, Ref(_F + "gemma4", "REASONING"),
                     markers=(*GEMMA4_CHANNEL, GEMMA4_CALLS[0])),
     _engine_reasoning("deepseek_v4", "deepseek_v4", "deepseek_v4", "dsml", "thinking"),
