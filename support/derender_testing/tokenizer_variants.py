@@ -193,3 +193,40 @@ def derive_gemma4_standin(source: Path, target: Path) -> bool:
         config["tokenizer_class"] = "PreTrainedTokenizerFast"
 
     return derive(source, target, rename)
+
+
+PHI4_SPECIAL = {199999: "<|endoftext|>", 200018: "<|endofprompt|>", 200019: "<|assistant|>",
+                200020: "<|end|>", 200021: "<|user|>", 200022: "<|system|>", 200023: "<|tool|>",
+                200024: "<|/tool|>", 200025: "<|tool_call|>", 200026: "<|/tool_call|>",
+                200027: "<|tool_response|>", 200028: "<|tag|>"}
+"""``phi4-mini-standin``: Phi-4-mini's vocabulary is o200k_base (ids 0-199997, as in
+``gpt-oss``'s ``o200k_harmony``) with these special tokens. 199999, 200018 and 200019-200023
+are confirmed by public sources; 200024-200028 are unverified. Harmony's own specials of
+199998 and 200000-200017 become ``<|standin_reserved_N|>`` (Phi-4-mini's names there are not
+known here). Phi-4-mini's ``tools_called`` markup, ``functools[``, is plain text."""
+PHI4_VOCAB_SIZE = 200_029
+
+
+def derive_phi4_standin(source: Path, target: Path) -> bool:
+    """``target``'s tokenizer files from ``source``'s (``gpt-oss``, gzipped): the stand-in
+    Phi-4-mini vocabulary (``PHI4_SPECIAL``). Deterministic; git-ignored."""
+    if not (source / "tokenizer.json").is_file() and not gunzip_tokenizer(source, source):
+        return False
+
+    def build(tokenizer: Any, config: Any) -> None:
+        base = [t for t in tokenizer["added_tokens"] if t["id"] < 199998]
+        added = [{"id": i, "content": PHI4_SPECIAL.get(i, f"<|standin_reserved_{i}|>"),
+                  "single_word": False, "lstrip": False, "rstrip": False,
+                  "normalized": False, "special": True}
+                 for i in range(199998, PHI4_VOCAB_SIZE)]
+        tokenizer["added_tokens"] = [*base, *added]
+        config.clear()
+        config.update({
+            "added_tokens_decoder": {str(t["id"]): {k: v for k, v in t.items() if k != "id"}
+                                     for t in added},
+            "bos_token": "<|endoftext|>", "eos_token": "<|endoftext|>",
+            "pad_token": "<|endoftext|>", "unk_token": "<|endoftext|>",
+            "clean_up_tokenization_spaces": False, "model_max_length": 131072,
+            "tokenizer_class": "PreTrainedTokenizerFast"})
+
+    return derive(source, target, build)

@@ -228,6 +228,8 @@ TOOL_RECORDS: tuple[ToolRecord, ...] = (
          without_tools=_AS_CALLED),
     _own("gemma4", "gemma4", "FORMAT", 45, markers=GEMMA4_CALLS, under_none=True,
          without_tools=_DROPPED),
+    # issue 19, JSON calls in a wrapper (branch i19-json; tags 80-89)
+    _own("phi4_mini_json", "json_wrapped", "PHI4_FORMAT", 80),
     _engine("deepseek_v32", "dsml", "V32", 50, "deepseek_v32", markers=(DSML,), reads=_EVERY),
     _engine("deepseek_v4", "dsml", "V4", 51, "deepseek_v4", markers=(DSML, THINK, END_THINK),
             reads=_EVERY),

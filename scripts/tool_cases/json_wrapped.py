@@ -1,0 +1,103 @@
+"""JSON calls in a wrapper (issue 19, cases 3800-…): ``phi4_mini_json`` on
+``phi4-mini-standin`` (gpt-oss's o200k vocabulary with Phi-4-mini's special tokens at their
+ids; tests/models/README.md).
+
+Usage (`scripts/peer-model-folders.sh phi4-mini-standin` first copies the derived folder):
+
+    "$VLLM_PEER"/start.sh phi4-mini-standin 8260 --tool-call-parser phi4_mini_json \\
+        --enable-auto-tool-choice
+    .venv/bin/python scripts/record_tool_fixtures.py json_wrapped 8260
+
+The output is optional text, then ``functools[`` and a JSON list of ``{"name", "arguments"}``
+(or ``"parameters"``) objects, ``]``, then EOS ``<|end|>`` 200020, or none (finish
+"length"). Each output is recorded non-streaming and then streamed (``both``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tokenizers import Tokenizer
+
+from record_tool_fixtures import ROOT, Format, Server, render_prompt
+from record_tool_fixtures import Case as _Case
+
+from tool_cases.shared import NAMED_CHOICE, NONE, REQUIRED, TOOLS, USER, both
+
+PHI4_MODEL = "phi4-mini-standin"
+PHI4_END = 200020
+PHI4 = "phi4_mini_json"
+
+SERVERS = {PHI4: Server(PHI4_MODEL, ["--served-model-name", PHI4_MODEL, "--tool-call-parser",
+                                     PHI4, "--enable-auto-tool-choice"],
+                        "phi4_mini_json tool parser", PHI4, (f"parser:{PHI4}",),
+                        ROOT / "tests" / "models" / PHI4_MODEL / "tokenizer.json")}
+
+
+def Case(server: str, shape: str, output: str, stream: str = "small", **kw: Any
+         ) -> list[_Case]:
+    kw.setdefault("eos", PHI4_END)
+    return both(_Case(server, shape, output, **kw), stream)
+
+
+def phi4(*calls: str) -> str:
+    return "functools[" + ", ".join(calls) + "]"
+
+
+WEATHER = '{"name": "get_weather", "arguments": {"city": "Paris", "unit": "c"}}'
+WEATHER_P = '{"name": "get_weather", "parameters": {"city": "東京"}}'
+CONFIG = ('{"name": "set_config", "arguments": {"count": 3, "ratio": -0.25, "enabled": true, '
+          '"meta": {"k": {"deep": null}}, "note": null, "label": "Zürich \\u00df 🌦 \\ud83d\\ude00",'
+          ' "level": 2}}')
+TAGS = '{"name": "set_config", "arguments": {"tags": ["a", "b"], "count": 1}}'
+PING = '{"name": "get_time", "arguments": {}}'
+LONG = '{"name": "set_config", "arguments": {"label": "' + "long 𝄞 value " * 60 + '"}}'
+HISTORY: dict[str, Any] = {"messages": [
+    {"role": "user", "content": USER},
+    {"role": "assistant", "content": None, "tool_calls": [
+        {"id": "call_1", "type": "function",
+         "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}]},
+    {"role": "tool", "tool_call_id": "call_1", "content": '{"temp": 21}'},
+    {"role": "user", "content": "And in Tokyo?"}]}
+
+CASES = [
+    *Case(PHI4, "single", phi4(WEATHER)),
+    *Case(PHI4, "parallel", phi4(WEATHER, WEATHER_P), stream="mixed"),
+    *Case(PHI4, "content_before", "Let me check that. " + phi4(WEATHER)),
+    *Case(PHI4, "content_after", phi4(WEATHER) + "\nDone, anything else?"),
+    *Case(PHI4, "no_call", "Paris is sunny today [source: météo], 22 °C 🌞."),
+    *Case(PHI4, "typed_values", phi4(CONFIG, PING), stream="mixed"),
+    *Case(PHI4, "long_value", phi4(LONG), stream="mixed"),
+    *Case(PHI4, "cut_in_name", 'functools[{"name": "get_wea', eos=None),
+    *Case(PHI4, "cut_in_args", 'functools[{"name": "get_weather", "arguments": {"city": "Pa',
+          eos=None),
+    *Case(PHI4, "malformed", "functools[not json at all] trailing"),
+    *Case(PHI4, "not_a_call", 'functools[{"city": "Paris"}]'),
+    *Case(PHI4, "bracket_in_args", phi4(TAGS)),
+    *Case(PHI4, "empty_list", "functools[]"),
+    *Case(PHI4, "string_args", phi4('{"name": "get_weather", "arguments": "Paris"}')),
+    *Case(PHI4, "marker_split", "Ok " + phi4(WEATHER), stream="one"),
+    *Case(PHI4, "tool_choice_none", phi4(WEATHER), request=NONE),
+    *Case(PHI4, "no_tools", phi4(WEATHER), tools=False),
+    _Case(PHI4, "empty_tools", phi4(WEATHER), eos=PHI4_END, tools=False,
+          request={"tools": []}),
+    *Case(PHI4, "required", phi4(WEATHER), request=REQUIRED),
+    *Case(PHI4, "required_json",
+          '[{"name": "get_weather", "parameters": {"city": "Paris"}}]', request=REQUIRED),
+    *Case(PHI4, "named", phi4(WEATHER), request=NAMED_CHOICE),
+    *Case(PHI4, "named_json", '{"city": "Paris", "unit": "f"}', request=NAMED_CHOICE),
+    *Case(PHI4, "history", phi4(WEATHER_P), request=HISTORY),
+    *Case(PHI4, "keep_special", "Hi<|tool_call|> " + phi4(WEATHER),
+          request={"skip_special_tokens": False}),
+    *Case(PHI4, "two_wrappers", phi4(WEATHER) + " " + phi4(PING)),
+]
+
+
+
+def prompt(port: int, tokenizer: Tokenizer, chat_request: dict[str, Any]) -> list[int]:
+    if chat_request.get("tools") == []:  # refused by the render step: rendered without
+        chat_request = {k: v for k, v in chat_request.items() if k != "tools"}
+    return render_prompt(port, tokenizer, chat_request)
+
+
+FORMAT = Format(3800, SERVERS, CASES, tools=TOOLS, user=USER, prompt=prompt)

@@ -1,0 +1,249 @@
+"""JSON tool calls in a wrapper (issue 19): a marker opening a JSON list of call objects.
+
+``phi4_mini_json`` (Phi-4-mini): ``functools[{"name": …, "arguments": …}, …]`` (or
+``"parameters"``), anywhere in the output. vLLM 0.33's reference (``Phi4MiniJsonToolParser``)
+reads, without streaming, the text of the first ``functools[`` up to the next ``]`` as a JSON
+list and drops all other text; it streams nothing at all. This machine serves both modes alike
+(docs/design.md, Parsers) with a small state:
+
+- before the wrapper, text is content (whitespace alone before it is not, up to
+  ``MAX_LEADING_SPACE``: dropped when a call follows);
+- after the wrapper's opener, each element whose head ``{"name": "…", "arguments"|"parameters":``
+  reads within ``MAX_HEAD`` characters is a call: its first delta carries the name, then the
+  arguments stream as the model wrote them (``json_value.scan`` finds their end, so a ``]``
+  inside them is theirs); ``,`` goes on to the next element, ``]`` ends the list;
+- after the list (or an element that is not a call, once a call was read) all text is dropped;
+  an empty list ``functools[]`` is no call and no content; a first element that is not a call
+  comes back as content with the wrapper, and reading goes on after it.
+
+Under a forced ``tool_choice`` vLLM does not run this parser but its JSON path (recordings
+3835-3842), and so does this machine: with a named function the output as written is that
+function's arguments (leading whitespace dropped); under "required" the output's JSON list of
+``{"name", "parameters"}`` objects are the calls and no text is content.
+
+The differences from vLLM are rows of the README's compatibility table. The family's grammar
+is data (``Wrapper``), so other JSON-in-a-wrapper formats are new ``Wrapper`` values. State:
+the mode, a short holdback, the call counter, the spoke flag and the JSON scanner.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from enum import IntEnum
+
+from derender.core.decoding.markers import Finder
+from derender.core.parsers.json_value import (
+    JSON_SPACE,
+    SPACE_PATTERN,
+    STRING_PATTERN,
+    ValueScan,
+    could_be_head,
+    scan,
+)
+from derender.core.parsers.primitives import (
+    MAX_LEADING_SPACE,
+    leading_text,
+    leads_content,
+    merge,
+    scan_bits,
+    unpack_scan,
+)
+from derender.core.parsers.tools import ToolCallDelta, ToolContext, ToolFormat, ToolState
+from derender.core.state.codec import Reader, Writer
+
+MAX_HEAD = 512
+"""Characters of an element read before its head must be known; past that it is no call."""
+
+
+@dataclass(frozen=True, slots=True)
+class Wrapper:
+    """One format of the family: how its calls are wrapped and keyed."""
+
+    name: str
+    opener: str
+    """The text opening the list of calls (its ``[`` included)."""
+    keys: tuple[str, ...]
+    """The keys a call's arguments may come under, right after its ``"name"``."""
+
+    @property
+    def head(self) -> re.Pattern[str]:
+        return _head(self.keys)
+
+
+def _head(keys: tuple[str, ...]) -> re.Pattern[str]:
+    w = SPACE_PATTERN
+    alternatives = "|".join(re.escape(key) for key in keys)
+    return re.compile(rf'\{{{w}"name"{w}:{w}{STRING_PATTERN}{w},{w}"(?:{alternatives})"{w}:{w}')
+
+
+PHI4 = Wrapper("phi4_mini_json", "functools[", ("arguments", "parameters"))
+REQUIRED = Wrapper("required", "[", ("parameters",))
+"""vLLM's JSON path under ``tool_choice`` "required": a list of ``{"name", "parameters"}``."""
+_REQUIRED_HEAD = REQUIRED.head
+
+
+class Mode(IntEnum):
+    CONTENT = 0
+    HEAD = 1
+    """An element of the list may begin: its head, or the list's end."""
+    ARGS = 2
+    TAIL = 3
+    """The rest of a call's object after its arguments."""
+    SEP = 4
+    """After an element: ``,`` (another) or ``]`` (the end)."""
+    AFTER = 5
+    """After the list: text is dropped."""
+    BARE = 6
+    """A named ``tool_choice``: the output is the call's arguments."""
+
+
+@dataclass(frozen=True, slots=True)
+class WrappedState(ToolState):
+    mode: Mode = Mode.CONTENT
+    held: str = ""
+    calls: int = 0
+    """Calls started so far (the next call's index)."""
+    spoke: bool = False
+    """Content other than whitespace was emitted."""
+    scan: ValueScan = field(default_factory=ValueScan)
+
+
+def feed(wrapper: Wrapper, state: WrappedState, text: str, final: bool, context: ToolContext
+         ) -> tuple[str, list[ToolCallDelta], WrappedState]:
+    """Content and tool-call deltas of new text; ``final`` settles what was held back."""
+    if context.forced_name is not None:
+        return _named(state, text, final, context.forced_name)
+    required = context.required
+    opener = REQUIRED.opener if required else context.spelled(wrapper.opener)
+    head = _REQUIRED_HEAD if required else wrapper.head
+    buffer = state.held + text
+    finder = Finder(buffer)
+    mode, calls, spoke, scanner = state.mode, state.calls, state.spoke, state.scan
+    content: list[str] = []
+    deltas: list[ToolCallDelta] = []
+    held = ""
+    space = ""
+    """Whitespace and the opener before the element being read while no call was read:
+    content if it turns out no call."""
+    while buffer:
+        if mode == Mode.CONTENT and required:  # only a list opening the output is read
+            body = buffer.lstrip()
+            if not body:
+                if not final and len(buffer) <= MAX_LEADING_SPACE:
+                    held = buffer
+                break
+            mode = Mode.HEAD if body[0] == "[" else Mode.AFTER
+            buffer = body[1:]
+        elif mode == Mode.CONTENT:
+            found = finder.earliest_in(buffer, (opener,))
+            if found is None:
+                out, held, spoke = leading_text(buffer, (opener,), final, spoke, False)
+                content.append(out)
+                break
+            before = buffer[:found[0]]
+            if leads_content(before, spoke):
+                content.append(before)
+                spoke = True
+                before = ""
+            space = before + opener
+            mode, buffer = Mode.HEAD, buffer[found[0] + len(opener):]
+        elif mode == Mode.HEAD:
+            body = buffer.lstrip(JSON_SPACE)
+            if body[:1] == "]":
+                mode, buffer, space = Mode.AFTER, body[1:], ""
+                continue
+            match = head.match(body)
+            if match is not None and match.end() <= MAX_HEAD:
+                deltas.append(ToolCallDelta(calls, json.loads(f'"{match.group(1)}"'), ""))
+                calls += 1
+                mode, buffer, scanner, space = Mode.ARGS, body[match.end():], ValueScan(), ""
+                continue
+            if not final and len(body) < MAX_HEAD and could_be_head(body):
+                held = buffer
+                break
+            if calls or required:  # after the calls, what is not a call ends them
+                mode, buffer = Mode.AFTER, ""
+                break
+            # not a call: the wrapper and the element's text are content, read on after it
+            cut = _element_end(body)
+            content.append(space + buffer[:len(buffer) - len(body) + cut])
+            spoke, mode, buffer, space = True, Mode.CONTENT, body[cut:], ""
+        elif mode == Mode.ARGS:
+            started = scanner.started
+            end, after = scan(scanner, buffer)
+            piece, rest = buffer, ""
+            if end is None:
+                scanner = after
+            else:
+                piece, rest = buffer[:end], buffer[end:]
+                scanner, mode = ValueScan(started=True, depth=1), Mode.TAIL
+            if not started:
+                piece = piece.lstrip(JSON_SPACE)
+            if piece:
+                deltas.append(ToolCallDelta(calls - 1, None, piece))
+            buffer = rest
+        elif mode == Mode.TAIL:
+            end, after = scan(scanner, buffer)
+            if end is None:
+                scanner = after
+                break
+            mode, buffer, scanner = Mode.SEP, buffer[end:], ValueScan()
+        elif mode == Mode.SEP:
+            body = buffer.lstrip(JSON_SPACE)
+            if not body:
+                break
+            mode = Mode.HEAD if body[0] == "," else Mode.AFTER
+            buffer = body[1:]
+        else:  # AFTER
+            break
+    if mode == Mode.HEAD and space:  # the head waits: read again from before the wrapper
+        mode, held = Mode.CONTENT, space + held
+    return ("".join(content), merge(deltas), WrappedState(mode, held, calls, spoke, scanner))
+
+
+def _element_end(body: str) -> int:
+    """Where an element that is not a call ends: after its JSON value if it reads as one
+    within ``MAX_HEAD`` characters, else after its first character."""
+    end, _ = scan(ValueScan(), body[:MAX_HEAD])
+    return max(end or 1, 1)
+
+
+def _named(state: WrappedState, text: str, final: bool, name: str
+           ) -> tuple[str, list[ToolCallDelta], WrappedState]:
+    """vLLM's JSON path for a named ``tool_choice``: the output as written is the arguments
+    of one call, once it is not blank (leading whitespace held meanwhile, up to
+    ``MAX_LEADING_SPACE``, and dropped)."""
+    if state.calls:
+        return "", [ToolCallDelta(0, None, text)] if text else [], state
+    space = state.held + text
+    if not space.strip() and (final or len(space) <= MAX_LEADING_SPACE):
+        return "", [], WrappedState(Mode.BARE, "" if final else space)
+    return "", [ToolCallDelta(0, name, space.lstrip())], WrappedState(Mode.BARE, "", 1)
+
+
+def _encode(state: WrappedState, w: Writer) -> None:
+    w.uint(state.mode)
+    w.text(state.held)
+    w.uint(state.calls)
+    w.uint(state.spoke | scan_bits(state.scan))
+    w.uint(state.scan.depth)
+
+
+def _decode(r: Reader) -> WrappedState:
+    mode, held, calls, bits, depth = r.uint(), r.text(), r.uint(), r.uint(), r.uint()
+    if mode > max(Mode) or bits >> 5:
+        raise ValueError("malformed json_wrapped state")
+    return WrappedState(Mode(mode), held, calls, bool(bits & 1), unpack_scan(bits, depth))
+
+
+def _format(wrapper: Wrapper) -> ToolFormat[WrappedState]:
+    def _feed(state: WrappedState, text: str, final: bool, context: ToolContext
+              ) -> tuple[str, list[ToolCallDelta], WrappedState]:
+        return feed(wrapper, state, text, final, context)
+
+    return ToolFormat(wrapper.name, WrappedState, WrappedState, _feed, _encode, _decode)
+
+
+PHI4_FORMAT = _format(PHI4)
