@@ -17,10 +17,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from tokenizers import Tokenizer
-
 from record_tool_fixtures import ROOT, Format, Server, render_prompt
 from record_tool_fixtures import Case as _Case
+from tokenizers import Tokenizer
 
 from tool_cases.shared import NAMED_CHOICE, NONE, REQUIRED, TOOLS, USER, both
 
@@ -34,7 +33,7 @@ SERVERS = {PHI4: Server(PHI4_MODEL, ["--served-model-name", PHI4_MODEL, "--tool-
                         ROOT / "tests" / "models" / PHI4_MODEL / "tokenizer.json")}
 
 
-def Case(server: str, shape: str, output: str, stream: str = "small", **kw: Any
+def Case(server: str, shape: str, output: str, stream: str = "small", **kw: Any  # noqa: N802
          ) -> list[_Case]:
     kw.setdefault("eos", PHI4_END)
     return both(_Case(server, shape, output, **kw), stream)

@@ -19,9 +19,9 @@ from derender_testing.tokenizer_variants import (
     derive_gemma4_standin,
     derive_kimi_standin,
     derive_llama31_tools,
-    derive_phi4_standin,
     derive_mistral_tools,
     derive_mistral_tools_v3,
+    derive_phi4_standin,
     gunzip_tokenizer,
 )
 
