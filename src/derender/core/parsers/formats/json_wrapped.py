@@ -28,6 +28,7 @@ the mode, a short holdback, the call counter, the spoke flag and the JSON scanne
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from dataclasses import dataclass, field
@@ -72,6 +73,7 @@ class Wrapper:
         return _head(self.keys)
 
 
+@functools.cache
 def _head(keys: tuple[str, ...]) -> re.Pattern[str]:
     w = SPACE_PATTERN
     alternatives = "|".join(re.escape(key) for key in keys)
@@ -82,6 +84,8 @@ PHI4 = Wrapper("phi4_mini_json", "functools[", ("arguments", "parameters"))
 REQUIRED = Wrapper("required", "[", ("parameters",))
 """vLLM's JSON path under ``tool_choice`` "required": a list of ``{"name", "parameters"}``."""
 _REQUIRED_HEAD = REQUIRED.head
+_ARGUMENTS_HEAD = _head(("arguments",))
+"""A head ``could_be_head`` accepts that "required"'s does not."""
 
 
 class Mode(IntEnum):
@@ -160,7 +164,8 @@ def feed(wrapper: Wrapper, state: WrappedState, text: str, final: bool, context:
                 calls += 1
                 mode, buffer, scanner, space = Mode.ARGS, body[match.end():], ValueScan(), ""
                 continue
-            if not final and len(body) < MAX_HEAD and could_be_head(body):
+            if not final and len(body) < MAX_HEAD and could_be_head(body) \
+                    and not (required and _ARGUMENTS_HEAD.match(body)):
                 held = buffer
                 break
             if calls or required:  # after the calls, what is not a call ends them
