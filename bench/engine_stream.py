@@ -1,7 +1,7 @@
 """Streaming the parser-engine formats (DeepSeek DSML, GLM, MiniMax M2): core cost per chunk and
 the largest stream_state, as ``bench/parser_stream.py`` (a) and (b) measure them for Qwen3.
 
-Three 4096-id outputs, 1 id per chunk, as a thinking model writes a tool call:
+Four 4096-id outputs, 1 id per chunk, as a (thinking) model writes a tool call:
 
   DSML (``deepseek_v4`` reasoning and tool parsers, DeepSeek-V4's vocabulary from
   ``tests/models/deepseek-v4`` with ``deepseek-v4-native``'s configs): ~3,500 ids of reasoning
@@ -18,6 +18,11 @@ Three 4096-id outputs, 1 id per chunk, as a thinking model writes a tool call:
   <minimax:tool_call>\n<invoke name="get_weather">\n<parameter name="city">Lisbon
   </parameter>\n<parameter name="notes">…</parameter>\n</invoke>\n</minimax:tool_call>`` +
   EOS 200020.
+
+  Phi-4-mini JSON (``phi4_mini_json`` tool parser alone, ``tests/models/phi4-mini-standin``,
+  derived from gpt-oss's vocabulary): ~3,500 ids of content + ``functools[{"name":
+  "get_weather", "arguments": {"city": "Lisbon", "notes": "…"}}]`` (the notes a JSON string)
+  + EOS 200020 ``<|end|>``.
 
 Each stream is first derendered whole, call after call, and checked: the folded stream and the
 non-streaming answer both give the reasoning text, no content and the one ``get_weather`` call
@@ -72,6 +77,9 @@ class Format:
     """Text between the reasoning and the notes value."""
     tail: str
     """Text after the notes value."""
+    tool_only: bool = False
+    """Served with the tool parser alone: the lead text is content, not reasoning, and the
+    notes value is written as a JSON string (``phi4_mini_json``)."""
 
 
 FORMATS = {
@@ -90,6 +98,10 @@ FORMATS = {
                       '</think>\n\n<minimax:tool_call>\n<invoke name="get_weather">\n'
                       '<parameter name="city">Lisbon</parameter>\n<parameter name="notes">',
                       "</parameter>\n</invoke>\n</minimax:tool_call>"),
+    "phi4": Format("Phi-4-mini JSON", "phi4-mini-standin", "phi4-mini-standin",
+                   "phi4-mini-standin", "phi4_mini_json", 200020,
+                   'functools[{"name": "get_weather", "arguments": {"city": "Lisbon", "notes": "',
+                   '"}}]', tool_only=True),
 }
 
 
@@ -97,8 +109,13 @@ def models_folder(root: Path, fmt: Format) -> Path:
     """A folder serving the test model with the format's parsers (symlinks)."""
     source = MODELS / fmt.tokenizer_from
     if not (source / "tokenizer.json").is_file():
+        from derender_testing.models import DERIVED
         from derender_testing.tokenizer_variants import gunzip_tokenizer
-        gunzip_tokenizer(source, source)
+        if fmt.tokenizer_from in DERIVED:  # a stand-in derived from another test model
+            origin, derive = DERIVED[fmt.tokenizer_from]
+            derive(MODELS / origin, source)
+        else:
+            gunzip_tokenizer(source, source)
     folder = root / fmt.model
     folder.mkdir()
     (folder / "tokenizer.json").symlink_to(source / "tokenizer.json")
@@ -106,7 +123,8 @@ def models_folder(root: Path, fmt: Format) -> Path:
         if (MODELS / fmt.configs_from / name).is_file():
             (folder / name).symlink_to(MODELS / fmt.configs_from / name)
     (folder / "derender.json").write_text(json.dumps({
-        "served_names": [fmt.model], "reasoning_parser": fmt.parser, "tool_parser": fmt.parser}))
+        "served_names": [fmt.model], "tool_parser": fmt.parser,
+        **({} if fmt.tool_only else {"reasoning_parser": fmt.parser})}))
     return folder
 
 
@@ -124,16 +142,18 @@ def build(fmt: Format, tokenizer: Tokenizer) -> Output:
         return list(tokenizer.encode(text, add_special_tokens=False).ids)
 
     notes = tokenizer.decode(real_text_ids(tokenizer, NOTES_IDS), skip_special_tokens=False)
-    call = encode(fmt.head + notes + fmt.tail)
-    if tokenizer.decode(call, skip_special_tokens=False) != fmt.head + notes + fmt.tail:
+    written = json.dumps(notes, ensure_ascii=False)[1:-1] if fmt.tool_only else notes
+    call = encode(fmt.head + written + fmt.tail)
+    if tokenizer.decode(call, skip_special_tokens=False) != fmt.head + written + fmt.tail:
         raise SystemExit(f"{fmt.name}: the call's ids do not decode to its text")
     count = STREAM_IDS - len(call) - 1
     reasoning = real_text_ids(tokenizer, count + 3000, CORPUS)[3000:]
     ids = [*reasoning, *call, fmt.eos]
     if len(ids) != STREAM_IDS:
         raise SystemExit(f"built {len(ids)} ids, not {STREAM_IDS}")
+    lead = tokenizer.decode(reasoning, skip_special_tokens=False)
     return Output(ids, encode("What's the weather in Lisbon?"),
-                  tokenizer.decode(reasoning, skip_special_tokens=False).rstrip(),
+                  lead if fmt.tool_only else lead.rstrip(),
                   {"city": "Lisbon", "notes": notes}, len(reasoning))
 
 
@@ -151,9 +171,12 @@ def body(fmt: Format, ids: list[int], finish: str | None, prompt: list[int], sta
     return data
 
 
-def check(name: str, folded: Folded, output: Output) -> None:
+def check(name: str, folded: Folded, output: Output, tool_only: bool = False) -> None:
+    """``tool_only``: the lead text is the content (no reasoning parser)."""
     calls = [folded.calls[i] for i in sorted(folded.calls)]
-    if (folded.reasoning != output.reasoning or folded.content.strip() or len(calls) != 1
+    said, other = (folded.content, folded.reasoning) if tool_only else \
+        (folded.reasoning, folded.content)
+    if (said != output.reasoning or other.strip() or len(calls) != 1
             or calls[0][0] != "get_weather" or json.loads(calls[0][1]) != output.arguments):
         raise SystemExit(f"{name}: the stream is not the reasoning and the call it was built of")
 
@@ -175,7 +198,7 @@ def run(fmt: Format, args: argparse.Namespace, root: Path) -> None:
         bodies.append(request)
         sizes.append(len(token))
         folded.add(chunk)
-    check(f"{fmt.name} stream", folded, output)
+    check(f"{fmt.name} stream", folded, output, fmt.tool_only)
     message = derender_chat(DerenderChatRequest.model_validate({
         "model": fmt.model, "prompt_token_ids": output.prompt,
         "generate_response": {"request_id": "e1", "prompt_token_ids": output.prompt, "choices": [
@@ -185,24 +208,25 @@ def run(fmt: Format, args: argparse.Namespace, root: Path) -> None:
     whole = Folded(reasoning=message["reasoning"] or "", content=message["content"] or "")
     for i, tool_call in enumerate(message.get("tool_calls") or []):
         whole.calls[i] = [tool_call["function"]["name"], tool_call["function"]["arguments"]]
-    check(f"{fmt.name} non-streaming", whole, output)
+    check(f"{fmt.name} non-streaming", whole, output, fmt.tool_only)
     positions = [Position(1, n, n - 1, tokenizer.decode(output.ids[n - 1:n],
                                                         skip_special_tokens=False),
                           bodies[n - 1]) for n in POSITIONS]
     rounds = max(100, int(ROUNDS * args.scale))
     time_passes(positions, model, rounds, args.passes, f"{fmt.name} pass", load_before)
+    lead = "content" if fmt.tool_only else "reasoning"
     print(f"{fmt.name} ({fmt.parser} on {fmt.model}): {STREAM_IDS} ids, 1 id per chunk: "
-          f"{output.call_at} ids of reasoning, then a get_weather call of "
+          f"{output.call_at} ids of {lead}, then a get_weather call of "
           f"{STREAM_IDS - output.call_at - 1} ids and EOS; {rounds} rounds × {args.passes} "
-          "passes, medians in µs. Checked: the folded stream and the non-streaming answer give "
-          "the reasoning, no content and the one call with the arguments built.")
+          f"passes, medians in µs. Checked: the folded stream and the non-streaming answer give "
+          f"the {lead} and the one call with the arguments built.")
     print()
     print("| chunk | part of | chunk text | verify+decode µs | derender µs | encode+sign µs "
           "| total µs | total / chunk 10 |")
     print("|---:|---|---|---:|---:|---:|---:|---:|")
     first = positions[0]
     for p in positions:
-        part = "reasoning" if p.chunk <= output.call_at else "tool call (notes value)"
+        part = lead if p.chunk <= output.call_at else "tool call (notes value)"
         print(f"| {p.chunk} | {part} | `{p.piece!r}` | {p.med(0) / 1e3:.2f} "
               f"| {p.med(1) / 1e3:.2f} | {p.med(2) / 1e3:.2f} | {p.med(3) / 1e3:.2f} "
               f"| {p.med(3) / first.med(3):.2f}× |")
