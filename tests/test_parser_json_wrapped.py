@@ -196,8 +196,9 @@ def test_state_stays_small_over_a_long_stream() -> None:
         state = FMT.start()
         pieces = ["Lead text 🌦 " * 50, "functools", "[", '{"name": "get_weather", ',
                   '"arguments": {"city": "', *["Zürich 東京 "] * 5000, '"}}', "]", "x" * 500]
-        if context is REQUIRED:
-            pieces = pieces[2:]
+        if context is REQUIRED:  # the JSON list of vLLM's "required" path
+            pieces = ["[", '{"name": "get_weather", ', '"parameters": {"city": "',
+                      *pieces[5:]]
         largest = 0
         for piece in pieces:
             _, _, state = FMT.feed(state, piece, False, context)

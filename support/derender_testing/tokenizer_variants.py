@@ -230,3 +230,14 @@ def derive_phi4_standin(source: Path, target: Path) -> bool:
             "tokenizer_class": "PreTrainedTokenizerFast"})
 
     return derive(source, target, build)
+
+
+JAMBA_ADDED = ("<tool_calls>", "</tool_calls>")
+"""``jamba-standin``: Jamba's own vocabulary (65,536 ids) cannot be had offline here (PyPI
+``ai21-tokenizer`` ships only J2's); the stand-in is GPT-2's (``gpt2``, byte-level BPE) with
+the two markers vLLM's ``jamba`` parser requires appended as added special tokens at
+50257-50258 (not Jamba's ids, which no offline source gives)."""
+
+
+def derive_jamba_standin(source: Path, target: Path) -> bool:
+    return derive_added_tokens(source, target, JAMBA_ADDED)

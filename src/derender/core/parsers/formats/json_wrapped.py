@@ -31,8 +31,9 @@ from __future__ import annotations
 import functools
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import IntEnum
+from typing import Any, TypeVar
 
 from derender.core.decoding.markers import Finder
 from derender.core.parsers.json_value import (
@@ -67,6 +68,8 @@ class Wrapper:
     """The text opening the list of calls (its ``[`` included)."""
     keys: tuple[str, ...]
     """The keys a call's arguments may come under, right after its ``"name"``."""
+    bracket: bool = False
+    """The list's ``[`` follows the opener, JSON whitespace between (else it is part of it)."""
 
     @property
     def head(self) -> re.Pattern[str]:
@@ -81,6 +84,7 @@ def _head(keys: tuple[str, ...]) -> re.Pattern[str]:
 
 
 PHI4 = Wrapper("phi4_mini_json", "functools[", ("arguments", "parameters"))
+JAMBA = Wrapper("jamba", "<tool_calls>", ("arguments",), bracket=True)
 REQUIRED = Wrapper("required", "[", ("parameters",))
 """vLLM's JSON path under ``tool_choice`` "required": a list of ``{"name", "parameters"}``."""
 _REQUIRED_HEAD = REQUIRED.head
@@ -101,6 +105,8 @@ class Mode(IntEnum):
     """After the list: text is dropped."""
     BARE = 6
     """A named ``tool_choice``: the output is the call's arguments."""
+    LIST = 7
+    """After an opener whose ``[`` follows it (``Wrapper.bracket``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,14 +120,18 @@ class WrappedState(ToolState):
     scan: ValueScan = field(default_factory=ValueScan)
 
 
-def feed(wrapper: Wrapper, state: WrappedState, text: str, final: bool, context: ToolContext
-         ) -> tuple[str, list[ToolCallDelta], WrappedState]:
+W = TypeVar("W", bound=WrappedState)
+
+
+def feed(wrapper: Wrapper, state: W, text: str, final: bool, context: ToolContext
+         ) -> tuple[str, list[ToolCallDelta], W]:
     """Content and tool-call deltas of new text; ``final`` settles what was held back."""
     if context.forced_name is not None:
         return _named(state, text, final, context.forced_name)
     required = context.required
     opener = REQUIRED.opener if required else context.spelled(wrapper.opener)
     head = _REQUIRED_HEAD if required else wrapper.head
+    keys = REQUIRED.keys if required else wrapper.keys
     buffer = state.held + text
     finder = Finder(buffer)
     mode, calls, spoke, scanner = state.mode, state.calls, state.spoke, state.scan
@@ -152,7 +162,19 @@ def feed(wrapper: Wrapper, state: WrappedState, text: str, final: bool, context:
                 spoke = True
                 before = ""
             space = before + opener
-            mode, buffer = Mode.HEAD, buffer[found[0] + len(opener):]
+            mode = Mode.LIST if wrapper.bracket else Mode.HEAD
+            buffer = buffer[found[0] + len(opener):]
+        elif mode == Mode.LIST:
+            body = buffer.lstrip(JSON_SPACE)
+            if body[:1] == "[":
+                space += buffer[:len(buffer) - len(body) + 1]
+                mode, buffer = Mode.HEAD, body[1:]
+            elif not body and not final and len(buffer) <= MAX_LEADING_SPACE:
+                held = buffer
+                break
+            else:  # no list: the opener is content, read on after it
+                content.append(space)
+                spoke, mode, space = True, Mode.CONTENT, ""
         elif mode == Mode.HEAD:
             body = buffer.lstrip(JSON_SPACE)
             if body[:1] == "]":
@@ -168,11 +190,21 @@ def feed(wrapper: Wrapper, state: WrappedState, text: str, final: bool, context:
                     and not (required and _ARGUMENTS_HEAD.match(body)):
                 held = buffer
                 break
+            end, _ = scan(ValueScan(), body[:MAX_HEAD])
+            if end is None and not final and len(body) < MAX_HEAD and body[:1] == "{":
+                held = buffer  # an object with its keys in another order may close
+                break
+            call = None if end is None else _whole_call(body[:end], keys)
+            if call is not None and end is not None:
+                deltas.append(ToolCallDelta(calls, *call))
+                calls += 1
+                mode, buffer, space = Mode.SEP, body[end:], ""
+                continue
             if calls or required:  # after the calls, what is not a call ends them
                 mode, buffer = Mode.AFTER, ""
                 break
             # not a call: the wrapper and the element's text are content, read on after it
-            cut = _element_end(body)
+            cut = max(end or 1, 1)
             content.append(space + buffer[:len(buffer) - len(body) + cut])
             spoke, mode, buffer, space = True, Mode.CONTENT, body[cut:], ""
         elif mode == Mode.ARGS:
@@ -203,20 +235,28 @@ def feed(wrapper: Wrapper, state: WrappedState, text: str, final: bool, context:
             buffer = body[1:]
         else:  # AFTER
             break
-    if mode == Mode.HEAD and space:  # the head waits: read again from before the wrapper
+    if mode in (Mode.LIST, Mode.HEAD) and space:  # waits: read again from before the wrapper
         mode, held = Mode.CONTENT, space + held
-    return ("".join(content), merge(deltas), WrappedState(mode, held, calls, spoke, scanner))
+    return ("".join(content), merge(deltas),
+            replace(state, mode=mode, held=held, calls=calls, spoke=spoke, scan=scanner))
 
 
-def _element_end(body: str) -> int:
-    """Where an element that is not a call ends: after its JSON value if it reads as one
-    within ``MAX_HEAD`` characters, else after its first character."""
-    end, _ = scan(ValueScan(), body[:MAX_HEAD])
-    return max(end or 1, 1)
+def _whole_call(region: str, keys: tuple[str, ...]) -> tuple[str, str] | None:
+    """Name and arguments of a whole element that is a call with its keys in any order (the
+    arguments under the first of ``keys`` it has, written anew as vLLM writes them)."""
+    try:
+        call: Any = json.loads(region)
+    except ValueError:
+        return None
+    if not isinstance(call, dict) or not isinstance(call.get("name"), str):
+        return None
+    for key in keys:
+        if key in call:
+            return call["name"], json.dumps(call[key], ensure_ascii=False)
+    return None
 
 
-def _named(state: WrappedState, text: str, final: bool, name: str
-           ) -> tuple[str, list[ToolCallDelta], WrappedState]:
+def _named(state: W, text: str, final: bool, name: str) -> tuple[str, list[ToolCallDelta], W]:
     """vLLM's JSON path for a named ``tool_choice``: the output as written is the arguments
     of one call, once it is not blank (leading whitespace held meanwhile, up to
     ``MAX_LEADING_SPACE``, and dropped)."""
@@ -224,8 +264,9 @@ def _named(state: WrappedState, text: str, final: bool, name: str
         return "", [ToolCallDelta(0, None, text)] if text else [], state
     space = state.held + text
     if not space.strip() and (final or len(space) <= MAX_LEADING_SPACE):
-        return "", [], WrappedState(Mode.BARE, "" if final else space)
-    return "", [ToolCallDelta(0, name, space.lstrip())], WrappedState(Mode.BARE, "", 1)
+        return "", [], replace(state, mode=Mode.BARE, held="" if final else space)
+    return "", [ToolCallDelta(0, name, space.lstrip())], replace(state, mode=Mode.BARE, held="",
+                                                                 calls=1)
 
 
 def _encode(state: WrappedState, w: Writer) -> None:
@@ -236,19 +277,29 @@ def _encode(state: WrappedState, w: Writer) -> None:
     w.uint(state.scan.depth)
 
 
-def _decode(r: Reader) -> WrappedState:
-    mode, held, calls, bits, depth = r.uint(), r.text(), r.uint(), r.uint(), r.uint()
-    if mode > max(Mode) or bits >> 5:
-        raise ValueError("malformed json_wrapped state")
-    return WrappedState(Mode(mode), held, calls, bool(bits & 1), unpack_scan(bits, depth))
-
-
-def _format(wrapper: Wrapper) -> ToolFormat[WrappedState]:
-    def _feed(state: WrappedState, text: str, final: bool, context: ToolContext
-              ) -> tuple[str, list[ToolCallDelta], WrappedState]:
+def _format(wrapper: Wrapper, state_type: type[W]) -> ToolFormat[W]:
+    def feed_(state: W, text: str, final: bool, context: ToolContext
+              ) -> tuple[str, list[ToolCallDelta], W]:
         return feed(wrapper, state, text, final, context)
 
-    return ToolFormat(wrapper.name, WrappedState, WrappedState, _feed, _encode, _decode)
+    def decode(r: Reader) -> W:
+        mode, held, calls, bits, depth = r.uint(), r.text(), r.uint(), r.uint(), r.uint()
+        if mode > max(Mode) or bits >> 5:
+            raise ValueError(f"malformed {wrapper.name} state")
+        return state_type(Mode(mode), held, calls, bool(bits & 1), unpack_scan(bits, depth))
+
+    return ToolFormat(wrapper.name, state_type, state_type, feed_, _encode, decode)
 
 
-PHI4_FORMAT = _format(PHI4)
+@dataclass(frozen=True, slots=True)
+class Phi4State(WrappedState):
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class JambaState(WrappedState):
+    pass
+
+
+PHI4_FORMAT = _format(PHI4, Phi4State)
+JAMBA_FORMAT = _format(JAMBA, JambaState)
