@@ -62,7 +62,10 @@ DEVIATIONS: dict[str, tuple[int, str, str]] = {
 
 # Cases where we answer 200 and vLLM refuses: stop strings while streaming (README, Compatibility).
 SUPPORTED_BEYOND_VLLM = {"116-error-stream_stop_strings-deepseek-v3",
-                         "2221-i21-plain-chat-stream-i21_stop_then_stop-small"}
+                         "2221-i21-plain-chat-stream-i21_stop_then_stop-small",
+                         # vLLM's jamba stream fails (400) on a lone surrogate its partial JSON
+                         # parser makes of an escaped pair split across chunks
+                         "3862-jamba-chat-stream-typed_values-mixed"}
 
 # A body vLLM parses (and refuses naming max_model_len) is over our body limit: 413 (README
 # compatibility table). Their requests are not stored (tens of MB): rebuilt here.
@@ -344,6 +347,17 @@ MESSAGE_DIFFERENCES.update({_case_name(n): ours for n, ours in (
     (3845, ("Hi<|tool_call|> ", [_WEATHER], "tool_calls")),
 )})
 
+# jamba (issue 19, docs/vllm-compat/json_wrapped.md): vLLM's streams re-serialise partial JSON
+# and lose or mangle argument text (3852, 3858, 3866, 3870, 3872, 3878); ours fold to the
+# twin's message. Its message differs from ours where a call is cut off (3869) or the list has
+# no </tool_calls> after it (3871): the whole output is content there, ours keeps the call.
+STREAM_AS_MESSAGE.update({_case_name(n): _case_name(n - 1) for n in (
+    *range(3850, 3861, 2), *range(3864, 3891, 2), *range(3893, 3906, 2))})
+MESSAGE_DIFFERENCES.update({_case_name(n): ours for n, ours in (
+    (3869, (None, [("get_weather", '{"city": "Pa')], "length")),
+    (3871, (None, [_WEATHER], "tool_calls")),
+)})
+
 
 def _on_v31_vocabulary(name: str) -> str:
     """Cases 367-404 are 200-237 recorded again on DeepSeek-V3.1's own vocabulary (model
@@ -621,7 +635,7 @@ def test_every_case_is_accounted_for() -> None:
     non_finite = [p for p in CASES if 2900 <= int(p.name.split("-")[0]) <= 2949]
     assert len(non_finite) == 29
     json_wrapped = [p for p in CASES if 3800 <= int(p.name.split("-")[0]) <= 4199]
-    assert len(json_wrapped) == 49
+    assert len(json_wrapped) == 49 + 57
     assert len(CASES) == 1226 + len(edge_cases) + len(dropin) + len(markup_glm5) \
         + len(non_finite) + len(json_wrapped)
     replayed = [p for p in CASES if _pending_reason(load_case(p)) is None]

@@ -1,4 +1,4 @@
-"""JSON calls in a wrapper (issue 19, cases 3800-…): ``phi4_mini_json`` on
+"""JSON calls in a wrapper (issue 19, cases 3800-…): ``phi4_mini_json`` (3800-3848) on
 ``phi4-mini-standin`` (gpt-oss's o200k vocabulary with Phi-4-mini's special tokens at their
 ids; tests/models/README.md).
 
@@ -27,15 +27,24 @@ PHI4_MODEL = "phi4-mini-standin"
 PHI4_END = 200020
 PHI4 = "phi4_mini_json"
 
-SERVERS = {PHI4: Server(PHI4_MODEL, ["--served-model-name", PHI4_MODEL, "--tool-call-parser",
-                                     PHI4, "--enable-auto-tool-choice"],
-                        "phi4_mini_json tool parser", PHI4, (f"parser:{PHI4}",),
-                        ROOT / "tests" / "models" / PHI4_MODEL / "tokenizer.json")}
+JAMBA_MODEL = "jamba-standin"
+JAMBA_EOS = 50256
+JAMBA = "jamba"
+
+
+def _server(model: str, parser: str) -> Server:
+    return Server(model, ["--served-model-name", model, "--tool-call-parser", parser,
+                          "--enable-auto-tool-choice"],
+                  f"{parser} tool parser", parser, (f"parser:{parser}",),
+                  ROOT / "tests" / "models" / model / "tokenizer.json")
+
+
+SERVERS = {PHI4: _server(PHI4_MODEL, PHI4), JAMBA: _server(JAMBA_MODEL, JAMBA)}
 
 
 def Case(server: str, shape: str, output: str, stream: str = "small", **kw: Any  # noqa: N802
          ) -> list[_Case]:
-    kw.setdefault("eos", PHI4_END)
+    kw.setdefault("eos", PHI4_END if server == PHI4 else JAMBA_EOS)
     return both(_Case(server, shape, output, **kw), stream)
 
 
@@ -98,5 +107,51 @@ def prompt(port: int, tokenizer: Tokenizer, chat_request: dict[str, Any]) -> lis
         chat_request = {k: v for k, v in chat_request.items() if k != "tools"}
     return render_prompt(port, tokenizer, chat_request)
 
+
+
+
+def jamba(*calls: str) -> str:
+    return "<tool_calls>[" + ", ".join(calls) + "]</tool_calls>"
+
+
+FLIPPED = '{"arguments": {"city": "Paris"}, "name": "get_weather"}'
+CASES += [
+    *Case(JAMBA, "single", jamba(WEATHER)),
+    *Case(JAMBA, "parallel", jamba(WEATHER, '{"name": "get_time", "arguments": {}}'),
+          stream="mixed"),
+    *Case(JAMBA, "content_before", "Let me check that.\n" + jamba(WEATHER)),
+    *Case(JAMBA, "space_before", "\n\n" + jamba(WEATHER)),
+    *Case(JAMBA, "content_after", jamba(WEATHER) + "\nDone, anything else?"),
+    *Case(JAMBA, "no_call", "Paris is sunny today [source: météo], 22 °C 🌞."),
+    *Case(JAMBA, "typed_values", jamba(CONFIG, PING), stream="mixed"),
+    *Case(JAMBA, "long_value", jamba(LONG), stream="mixed"),
+    *Case(JAMBA, "bracket_in_args", jamba(TAGS)),
+    *Case(JAMBA, "cut_in_name", '<tool_calls>[{"name": "get_wea', eos=None),
+    *Case(JAMBA, "cut_in_args", '<tool_calls>[{"name": "get_weather", "arguments": {"city": "Pa',
+          eos=None),
+    *Case(JAMBA, "no_end_tag", "<tool_calls>[" + WEATHER + "]"),
+    *Case(JAMBA, "malformed", "<tool_calls>not json at all</tool_calls> trailing"),
+    *Case(JAMBA, "not_a_list", "<tool_calls>" + WEATHER + "</tool_calls>"),
+    *Case(JAMBA, "parameters_key", jamba(WEATHER_P)),
+    *Case(JAMBA, "keys_flipped", jamba(FLIPPED)),
+    *Case(JAMBA, "empty_list", "<tool_calls>[]</tool_calls>"),
+    *Case(JAMBA, "space_in_wrapper", "<tool_calls>\n [" + WEATHER + "]\n</tool_calls>"),
+    *Case(JAMBA, "string_args", jamba('{"name": "get_weather", "arguments": "Paris"}')),
+    *Case(JAMBA, "tool_choice_none", jamba(WEATHER), request=NONE),
+    *Case(JAMBA, "no_tools", jamba(WEATHER), tools=False),
+    _Case(JAMBA, "empty_tools", jamba(WEATHER), eos=JAMBA_EOS, tools=False,
+          request={"tools": []}),
+    *Case(JAMBA, "required", jamba(WEATHER), request=REQUIRED),
+    *Case(JAMBA, "required_json",
+          '[{"name": "get_weather", "parameters": {"city": "Paris"}}]', request=REQUIRED),
+    *Case(JAMBA, "named", jamba(WEATHER), request=NAMED_CHOICE),
+    *Case(JAMBA, "history", jamba(WEATHER_P), request=HISTORY),
+    *Case(JAMBA, "skip_special_false", "Hi " + jamba(WEATHER),
+          request={"skip_special_tokens": False}),
+    *Case(JAMBA, "two_blocks", jamba(WEATHER) + " " + jamba(PING)),
+    *Case(JAMBA, "marker_split", "Ok " + jamba(WEATHER), stream="one"),
+]
+"""Jamba (cases 3849-…): ``<tool_calls>`` and ``</tool_calls>`` single tokens of the stand-in,
+a JSON list of ``{"name", "arguments"}`` between them; EOS ``<|endoftext|>`` 50256."""
 
 FORMAT = Format(3800, SERVERS, CASES, tools=TOOLS, user=USER, prompt=prompt)

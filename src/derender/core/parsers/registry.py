@@ -186,6 +186,8 @@ GEMMA4_CALLS = (Marker(26, "<|tool_call>"), Marker(27, "<tool_call|>"), Marker(2
 GEMMA4_CHANNEL = (Marker(29, "<|channel>"), Marker(30, "<channel|>"))
 MINIMAX_M3_NS = Marker(31, "]<]minimax[>[")
 MINIMAX_M3_THINK = (Marker(32, "<mm:think>"), Marker(33, "</mm:think>"))
+# issue 19, JSON calls in a wrapper (branch i19-json; the lead renumbers on merging)
+JAMBA_CALLS = Marker(34, "<tool_calls>")
 
 QWEN3_TOOLS = (TOOL_CALL, END_TOOL_CALL)
 QWEN3_REASONING = (THINK, END_THINK, TOOL_CALL, *CHATML)
@@ -230,6 +232,7 @@ TOOL_RECORDS: tuple[ToolRecord, ...] = (
          without_tools=_DROPPED),
     # issue 19, JSON calls in a wrapper (branch i19-json; tags 80-89)
     _own("phi4_mini_json", "json_wrapped", "PHI4_FORMAT", 80),
+    _own("jamba", "json_wrapped", "JAMBA_FORMAT", 81, markers=(JAMBA_CALLS,)),
     _engine("deepseek_v32", "dsml", "V32", 50, "deepseek_v32", markers=(DSML,), reads=_EVERY),
     _engine("deepseek_v4", "dsml", "V4", 51, "deepseek_v4", markers=(DSML, THINK, END_THINK),
             reads=_EVERY),
