@@ -1,7 +1,7 @@
 """Streaming the parser-engine formats (DeepSeek DSML, GLM, MiniMax M2): core cost per chunk and
 the largest stream_state, as ``bench/parser_stream.py`` (a) and (b) measure them for Qwen3.
 
-Four 4096-id outputs, 1 id per chunk, as a (thinking) model writes a tool call:
+Five 4096-id outputs, 1 id per chunk, as a (thinking) model writes a tool call:
 
   DSML (``deepseek_v4`` reasoning and tool parsers, DeepSeek-V4's vocabulary from
   ``tests/models/deepseek-v4`` with ``deepseek-v4-native``'s configs): ~3,500 ids of reasoning
@@ -22,7 +22,8 @@ Four 4096-id outputs, 1 id per chunk, as a (thinking) model writes a tool call:
   Phi-4-mini JSON (``phi4_mini_json`` tool parser alone, ``tests/models/phi4-mini-standin``,
   derived from gpt-oss's vocabulary): ~3,500 ids of content + ``functools[{"name":
   "get_weather", "arguments": {"city": "Lisbon", "notes": "…"}}]`` (the notes a JSON string)
-  + EOS 200020 ``<|end|>``.
+  + EOS 200020 ``<|end|>``. Jamba (``jamba`` alone, ``tests/models/jamba-standin``): the same
+  in ``<tool_calls>[…]</tool_calls>``, EOS 50256.
 
 Each stream is first derendered whole, call after call, and checked: the folded stream and the
 non-streaming answer both give the reasoning text, no content and the one ``get_weather`` call
@@ -102,6 +103,9 @@ FORMATS = {
                    "phi4-mini-standin", "phi4_mini_json", 200020,
                    'functools[{"name": "get_weather", "arguments": {"city": "Lisbon", "notes": "',
                    '"}}]', tool_only=True),
+    "jamba": Format("Jamba", "jamba-standin", "jamba-standin", "jamba-standin", "jamba", 50256,
+                    '<tool_calls>[{"name": "get_weather", "arguments": {"city": "Lisbon", '
+                    '"notes": "', '"}}]</tool_calls>', tool_only=True),
 }
 
 

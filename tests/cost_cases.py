@@ -72,6 +72,8 @@ TEMPLATES: dict[str, str] = {
     # issue 19, JSON calls in a wrapper (branch i19-json)
     "phi4_mini_json": ('functools[{"name": "NAME", "arguments": {"a": "VALUE", "n": 1}}, '
                        '{"name": "NAME", "parameters": {}}]'),
+    "jamba": ('<tool_calls>[{"name": "NAME", "arguments": {"a": "VALUE", "n": 1}}, '
+              '{"arguments": {}, "name": "NAME"}]</tool_calls>'),
 }
 """One complete call per tool format, as the model writes it."""
 

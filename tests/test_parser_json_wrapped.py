@@ -1,10 +1,12 @@
-"""The ``phi4_mini_json`` tool-call parser (``formats/json_wrapped.py``). Expected values are
-vLLM 0.33's answers as recorded in tests/fixtures/vllm-0.33 (cases 3800-3848, cited by number;
-the rules read in ``vllm/tool_parsers/phi4mini_tool_parser.py`` are in
-docs/vllm-compat/json_wrapped.md) and, marked, the README compatibility rows where we differ on
-purpose. Then: split invariance through the app and of the machine, state round trips, bounded
-state over a long stream, garbage states, the registry. The model is ``phi4-mini-standin``
-(gpt-oss's o200k vocabulary with Phi-4-mini's special tokens; a stand-in, tests/models/README.md).
+"""The ``phi4_mini_json`` and ``jamba`` tool-call parsers (``formats/json_wrapped.py``).
+Expected values are vLLM 0.33's answers as recorded in tests/fixtures/vllm-0.33 (cases
+3800-3848 and 3849-3905, cited by number; the rules read in vLLM's ``phi4mini_tool_parser.py``
+and ``jamba_tool_parser.py`` are in docs/vllm-compat/json_wrapped.md) and, marked, the README
+compatibility rows where we differ on purpose. Then: split invariance through the app and of
+the machine, state round trips, bounded state over a long stream, garbage states, the registry.
+The models are stand-ins (tests/models/README.md): ``phi4-mini-standin`` (gpt-oss's o200k
+vocabulary with Phi-4-mini's special tokens) and ``jamba-standin`` (GPT-2's with
+``<tool_calls>`` 50257 and ``</tool_calls>`` 50258).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from hypothesis import strategies as st
 from derender.core import parsers
 from derender.core.parsers.formats import json_wrapped
 from derender.core.parsers.primitives import MAX_LEADING_SPACE
-from derender.core.parsers.registry import TOOLS_BY_TAG
+from derender.core.parsers.registry import MARKUP, TOOLS_BY_TAG
 from derender.core.parsers.tools import ToolContext
 from derender.core.state.codec import Reader, Writer
 from derender_testing.models import tokenizer
@@ -225,3 +227,112 @@ def test_registered_as_vllm_names_them() -> None:
     assert TOOLS_BY_TAG[parsers.tag_of("phi4_mini_json")].name == "phi4_mini_json"
     with pytest.raises(ValueError, match="not a phi4_mini_json state"):
         FMT.step(parsers.tool_format("hermes").start(), "x", False, AUTO)
+
+
+# --------------------------------------------------------------------------- jamba
+
+JAMBA = "jamba-standin"
+JFMT = json_wrapped.JAMBA_FORMAT
+JOPEN, JCLOSE, JEOS = 50257, 50258, 50256
+TAG = chr(0xE000 + MARKUP.index("<tool_calls>"))
+"""``<tool_calls>`` as the marked vocabulary spells it (its stand-in)."""
+JAUTO = ToolContext(spell={"<tool_calls>": TAG})
+
+
+def jread(text: str, context: ToolContext = JAUTO) -> tuple[str, list[list[str]]]:
+    return feed_all(JFMT, [text, ""], context, names_first=True)
+
+
+def block(*calls: str) -> str:
+    return TAG + "[" + ", ".join(calls) + "]</tool_calls>"
+
+
+def test_jamba_calls_and_the_text_around_them() -> None:  # 3849, 3851, 3853, 3855, 3857, 3902
+    ping = '{"name": "get_time", "arguments": {}}'
+    assert jread(block(CALL)) == ("", [["get_weather", PARIS]])
+    assert jread(block(CALL, ping))[1] == [["get_weather", PARIS], ["get_time", "{}"]]
+    assert jread("Let me check that.\n" + block(CALL)) == ("Let me check that.\n",
+                                                           [["get_weather", PARIS]])
+    assert jread("\n\n" + block(CALL)) == ("", [["get_weather", PARIS]])
+    assert jread(block(CALL) + "\nDone, anything else?" + block(ping)) == (
+        "", [["get_weather", PARIS]])
+
+
+def test_jamba_list_shapes() -> None:  # 3865, 3879, 3881, 3883, 3885
+    tags = '{"name": "set_config", "arguments": {"tags": ["a", "b"], "count": 1}}'
+    assert jread(block(tags))[1] == [["set_config", '{"tags": ["a", "b"], "count": 1}']]
+    flipped = '{"arguments": {"city": "Paris"}, "name": "get_weather"}'
+    assert jread(block(flipped))[1] == [["get_weather", '{"city": "Paris"}']]
+    assert jread(TAG + "[]</tool_calls>") == ("", [])
+    assert jread(TAG + "\n [" + CALL + "]\n</tool_calls>")[1] == [["get_weather", PARIS]]
+    assert jread(block('{"name": "get_weather", "arguments": "Paris"}'))[1] == [
+        ["get_weather", '"Paris"']]
+
+
+def test_jamba_text_that_is_no_list_of_calls_is_content() -> None:  # 3867, 3873, 3875, 3877
+    for text in (TAG + '[{"name": "get_wea', TAG + "not json at all</tool_calls> trailing",
+                 TAG + CALL + "</tool_calls>", block(TOKYO)):
+        assert jread(text) == (text, [])
+
+
+def test_jamba_a_cut_off_call_keeps_its_arguments() -> None:  # 3869, 3871 (README rows)
+    assert jread(TAG + '[{"name": "get_weather", "arguments": {"city": "Pa') == (
+        "", [["get_weather", '{"city": "Pa']])
+    assert jread(TAG + "[" + CALL + "]") == ("", [["get_weather", PARIS]])
+
+
+@pytest.fixture(scope="module")
+def jamba(client_for: Any) -> Any:
+    return client_for(JAMBA, None, "jamba")
+
+
+@st.composite
+def jamba_outputs(draw: st.DrawFn) -> list[int | str]:
+    """Jamba outputs: text, ``<tool_calls>`` with a list of 0-3 elements (calls or not) and
+    ``</tool_calls>`` (or not), maybe cut or followed by text; as parts (marker ids, text)."""
+    parts: list[int | str] = [draw(st.sampled_from(["", "", "Sure. ", "\n", "[1, 2] "]))]
+    if draw(st.integers(0, 5)):
+        parts += [JOPEN, draw(st.sampled_from(["[", " [", "{", "x"])) + ", ".join(
+            draw(st.lists(st.sampled_from(ELEMENTS), max_size=3))) + "]"]
+        if draw(st.integers(0, 3)):
+            parts.append(JCLOSE)
+    parts.append(draw(st.sampled_from(["", "", " Done.", " <tool_calls>"])))
+    if draw(st.integers(0, 4)) == 0:
+        parts = parts[:draw(st.integers(0, len(parts)))]
+    return [p for p in parts if p != ""]
+
+
+@settings(max_examples=40, deadline=None)
+@given(data=st.data())
+def test_any_split_of_a_jamba_output_folds_to_the_message(jamba: Any,
+                                                          data: st.DataObject) -> None:
+    parts = data.draw(jamba_outputs(), label="output")
+    request = data.draw(requests(MESSAGES, [WEATHER]), label="chat_request")
+    ids: list[int] = []
+    for part in parts:
+        ids += [part] if isinstance(part, int) else tokenizer(JAMBA).encode(
+            part, add_special_tokens=False).ids
+    run_both(jamba, JAMBA, [*ids, JEOS], "stop", [1], request, data)
+
+
+JPIECES = [*PIECES[:4], TAG, "</tool_calls>", "[", "]", ",", CALL, TOKYO, "{", "}", '"',
+           '{"name": "g', '", "arguments": ', '{"arguments": {}, "name": "h"}', "𝄞"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.lists(st.sampled_from(JPIECES), max_size=14).map("".join),
+       context=st.sampled_from([JAUTO, JAUTO, REQUIRED, NAMED]), data=st.data())
+def test_any_split_of_a_jamba_text_reads_as_the_whole(text: str, context: ToolContext,
+                                                      data: st.DataObject) -> None:
+    cuts = sorted(data.draw(st.sets(st.integers(0, len(text)), max_size=8), label="cuts"))
+    bounds = [0, *cuts, len(text)]
+    pieces = [text[bounds[i]:bounds[i + 1]] for i in range(len(bounds) - 1)]
+    assert jread(text, context) == feed_all(JFMT, [*pieces, ""], context, names_first=True)
+    check_round_trips(JFMT, pieces, context)
+
+
+def test_jamba_registered_as_vllm_names_it() -> None:
+    assert parsers.tool_format("jamba") is JFMT
+    assert TOOLS_BY_TAG[parsers.tag_of("jamba")].name == "jamba"
+    with pytest.raises(ValueError, match="not a jamba state"):
+        JFMT.step(FMT.start(), "x", False, AUTO)
