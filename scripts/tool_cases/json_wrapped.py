@@ -39,12 +39,17 @@ def _server(model: str, parser: str) -> Server:
                   ROOT / "tests" / "models" / model / "tokenizer.json")
 
 
-SERVERS = {PHI4: _server(PHI4_MODEL, PHI4), JAMBA: _server(JAMBA_MODEL, JAMBA)}
+INTERNLM_MODEL = "internlm2-standin"
+INTERNLM_EOS = 92542
+INTERNLM = "internlm"
+
+SERVERS = {PHI4: _server(PHI4_MODEL, PHI4), JAMBA: _server(JAMBA_MODEL, JAMBA),
+           INTERNLM: _server(INTERNLM_MODEL, INTERNLM)}
 
 
 def Case(server: str, shape: str, output: str, stream: str = "small", **kw: Any  # noqa: N802
          ) -> list[_Case]:
-    kw.setdefault("eos", PHI4_END if server == PHI4 else JAMBA_EOS)
+    kw.setdefault("eos", {PHI4: PHI4_END, JAMBA: JAMBA_EOS, INTERNLM: INTERNLM_EOS}[server])
     return both(_Case(server, shape, output, **kw), stream)
 
 
@@ -153,5 +158,63 @@ CASES += [
 ]
 """Jamba (cases 3849-…): ``<tool_calls>`` and ``</tool_calls>`` single tokens of the stand-in,
 a JSON list of ``{"name", "arguments"}`` between them; EOS ``<|endoftext|>`` 50256."""
+
+
+
+def action(call: str) -> str:
+    return "<|action_start|><|plugin|>\n" + call + "<|action_end|>"
+
+
+ACT = "<|action_start|><|plugin|>"
+I_WEATHER = '{"name": "get_weather", "parameters": {"city": "Paris", "unit": "c"}}'
+I_CONFIG = CONFIG.replace('"arguments"', '"parameters"')
+
+
+def error_case(shape: str, output: str, **kw: Any) -> _Case:
+    """An output vLLM's non-streaming internlm parser raises on (400/500): recorded without a
+    stream."""
+    return _Case(INTERNLM, shape, output, eos=kw.pop("eos", INTERNLM_EOS), **kw)
+
+
+CASES += [
+    *Case(INTERNLM, "single", action(I_WEATHER)),
+    *Case(INTERNLM, "content_before", "Let me check that.\n" + action(I_WEATHER)),
+    *Case(INTERNLM, "space_before", "\n\n" + action(I_WEATHER)),
+    *Case(INTERNLM, "content_after", action(I_WEATHER) + "\nDone, anything else?"),
+    *Case(INTERNLM, "no_call", "Paris is sunny today [source: météo], 22 °C 🌞."),
+    *Case(INTERNLM, "typed_values", action(I_CONFIG), stream="mixed"),
+    *Case(INTERNLM, "long_value", action(LONG.replace('"arguments"', '"parameters"')),
+          stream="mixed"),
+    *Case(INTERNLM, "arguments_key", action(WEATHER)),
+    *Case(INTERNLM, "keys_flipped",
+          action('{"parameters": {"city": "Paris"}, "name": "get_weather"}')),
+    *Case(INTERNLM, "no_arguments", action('{"name": "get_time"}')),
+    *Case(INTERNLM, "text_before_brace", ACT + "call: " + I_WEATHER + "<|action_end|>"),
+    *Case(INTERNLM, "string_args", action('{"name": "get_weather", "parameters": "Paris"}')),
+    *Case(INTERNLM, "no_end_marker", ACT + "\n" + I_WEATHER),
+    error_case("cut_in_name", ACT + '\n{"name": "get_wea', eos=None),
+    error_case("cut_in_args", ACT + '\n{"name": "get_weather", "parameters": {"city": "Pa',
+               eos=None),
+    error_case("malformed", ACT + "not json at all<|action_end|> trailing"),
+    error_case("two_calls", action(I_WEATHER) + action('{"name": "get_time", "parameters": {}}')),
+    error_case("trailing_in_action", ACT + I_WEATHER + " and more<|action_end|>"),
+    error_case("not_a_call", action('{"city": "Paris"}')),
+    *Case(INTERNLM, "tool_choice_none", action(I_WEATHER), request=NONE),
+    *Case(INTERNLM, "no_tools", action(I_WEATHER), tools=False),
+    _Case(INTERNLM, "empty_tools", action(I_WEATHER), eos=INTERNLM_EOS, tools=False,
+          request={"tools": []}),
+    *Case(INTERNLM, "required", action(I_WEATHER), request=REQUIRED),
+    *Case(INTERNLM, "required_json",
+          '[{"name": "get_weather", "parameters": {"city": "Paris"}}]', request=REQUIRED),
+    *Case(INTERNLM, "named", action(I_WEATHER), request=NAMED_CHOICE),
+    *Case(INTERNLM, "history", action(I_WEATHER), request=HISTORY),
+    *Case(INTERNLM, "skip_special_false", "Hi " + action(I_WEATHER),
+          request={"skip_special_tokens": False}),
+    *Case(INTERNLM, "marker_split", "Ok " + action(I_WEATHER), stream="one"),
+]
+"""InternLM2 (cases 3906-…): ``<|action_start|><|plugin|>`` then one JSON object
+``{"name", "parameters"}`` (or ``"arguments"``) and ``<|action_end|>`` (single tokens of the
+stand-in at InternLM2's ids); EOS ``<|im_end|>`` 92542. Outputs vLLM's message raises on
+are recorded without a stream (``error_case``)."""
 
 FORMAT = Format(3800, SERVERS, CASES, tools=TOOLS, user=USER, prompt=prompt)

@@ -241,3 +241,35 @@ the two markers vLLM's ``jamba`` parser requires appended as added special token
 
 def derive_jamba_standin(source: Path, target: Path) -> bool:
     return derive_added_tokens(source, target, JAMBA_ADDED)
+
+
+INTERNLM2_BASE_SIZE = 92_538
+INTERNLM2_SPECIAL = {92538: "<|plugin|>", 92539: "<|interpreter|>", 92540: "<|action_end|>",
+                     92541: "<|action_start|>", 92542: "<|im_end|>", 92543: "<|im_start|>"}
+"""``internlm2-standin``: InternLM2's chat and tool special tokens at the ids InternLM2's
+tokenizer gives them (92,544 ids; from its published ``tokenizer_config.json``, recalled, not
+checked here: unverified). Its own SentencePiece vocabulary cannot be had offline, so the base
+below 92538 is GPT-2's (50,257 ids, ``<|endoftext|>`` 50256 kept) padded with unreachable
+``<|standin_pad_N|>`` entries, as ``kimi-k2-standin``."""
+
+
+def derive_internlm2_standin(source: Path, target: Path) -> bool:
+    """``target``'s tokenizer files from ``source``'s (GPT-2's): ``INTERNLM2_SPECIAL``."""
+    def build(tokenizer: Any, config: Any) -> None:
+        vocab = tokenizer["model"]["vocab"]
+        for token_id in range(len(vocab), INTERNLM2_BASE_SIZE):
+            vocab[f"<|standin_pad_{token_id}|>"] = token_id
+        added = [{"id": i, "content": name, "single_word": False, "lstrip": False,
+                  "rstrip": False, "normalized": False, "special": True}
+                 for i, name in sorted(INTERNLM2_SPECIAL.items())]
+        tokenizer["added_tokens"] = [*tokenizer["added_tokens"], *added]
+        config.clear()
+        config.update({
+            "added_tokens_decoder": {str(t["id"]): {k: v for k, v in t.items() if k != "id"}
+                                     for t in tokenizer["added_tokens"]},
+            "bos_token": "<|endoftext|>", "eos_token": "<|im_end|>", "unk_token": None,
+            "pad_token": None, "add_bos_token": False, "add_eos_token": False,
+            "clean_up_tokenization_spaces": False, "model_max_length": 32768,
+            "tokenizer_class": "PreTrainedTokenizerFast"})
+
+    return derive(source, target, build)

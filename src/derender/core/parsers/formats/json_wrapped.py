@@ -35,7 +35,7 @@ from dataclasses import dataclass, field, replace
 from enum import IntEnum
 from typing import Any, TypeVar
 
-from derender.core.decoding.markers import Finder
+from derender.core.decoding.markers import Finder, pending_prefix
 from derender.core.parsers.json_value import (
     JSON_SPACE,
     SPACE_PATTERN,
@@ -70,6 +70,14 @@ class Wrapper:
     """The keys a call's arguments may come under, right after its ``"name"``."""
     bracket: bool = False
     """The list's ``[`` follows the opener, JSON whitespace between (else it is part of it)."""
+    single: str = ""
+    """Not a list: one call object after the opener, any text before its ``{`` dropped, up to
+    this end marker (internlm's ``<|action_end|>``); after it, or after the object, all text
+    is dropped."""
+    empty: str | None = None
+    """The arguments of a call object with a name and none of ``keys`` (None: no call)."""
+    parts: tuple[str, ...] = ()
+    """The markers the opener is made of, each spelled on its own (else the opener is one)."""
 
     @property
     def head(self) -> re.Pattern[str]:
@@ -85,6 +93,9 @@ def _head(keys: tuple[str, ...]) -> re.Pattern[str]:
 
 PHI4 = Wrapper("phi4_mini_json", "functools[", ("arguments", "parameters"))
 JAMBA = Wrapper("jamba", "<tool_calls>", ("arguments",), bracket=True)
+INTERNLM = Wrapper("internlm", "<|action_start|><|plugin|>", ("parameters", "arguments"),
+                   single="<|action_end|>", empty="{}",
+                   parts=("<|action_start|>", "<|plugin|>"))
 REQUIRED = Wrapper("required", "[", ("parameters",))
 """vLLM's JSON path under ``tool_choice`` "required": a list of ``{"name", "parameters"}``."""
 _REQUIRED_HEAD = REQUIRED.head
@@ -107,6 +118,8 @@ class Mode(IntEnum):
     """A named ``tool_choice``: the output is the call's arguments."""
     LIST = 7
     """After an opener whose ``[`` follows it (``Wrapper.bracket``)."""
+    SKIP = 8
+    """After a single call's opener: text up to its ``{`` (``Wrapper.single``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,7 +142,9 @@ def feed(wrapper: Wrapper, state: W, text: str, final: bool, context: ToolContex
     if context.forced_name is not None:
         return _named(state, text, final, context.forced_name)
     required = context.required
-    opener = REQUIRED.opener if required else context.spelled(wrapper.opener)
+    opener = REQUIRED.opener if required else "".join(
+        context.spelled(part) for part in wrapper.parts or (wrapper.opener,))
+    single = context.spelled(wrapper.single) if wrapper.single else ""
     head = _REQUIRED_HEAD if required else wrapper.head
     keys = REQUIRED.keys if required else wrapper.keys
     buffer = state.held + text
@@ -162,8 +177,20 @@ def feed(wrapper: Wrapper, state: W, text: str, final: bool, context: ToolContex
                 spoke = True
                 before = ""
             space = before + opener
-            mode = Mode.LIST if wrapper.bracket else Mode.HEAD
+            mode = Mode.LIST if wrapper.bracket else Mode.SKIP if single else Mode.HEAD
             buffer = buffer[found[0] + len(opener):]
+        elif mode == Mode.SKIP:  # text before the call's "{" is dropped, as vLLM does
+            found = finder.earliest_in(buffer, ("{", single))
+            if found is None:
+                buffer = buffer[len(buffer) - pending_prefix(buffer, (single,)):]
+                if not final and buffer:
+                    held = buffer
+                break
+            if found[1] == single:
+                mode, buffer, space = Mode.AFTER, "", ""
+                break
+            space += buffer[:found[0]]
+            mode, buffer = Mode.HEAD, buffer[found[0]:]
         elif mode == Mode.LIST:
             body = buffer.lstrip(JSON_SPACE)
             if body[:1] == "[":
@@ -194,11 +221,11 @@ def feed(wrapper: Wrapper, state: W, text: str, final: bool, context: ToolContex
             if end is None and not final and len(body) < MAX_HEAD and body[:1] == "{":
                 held = buffer  # an object with its keys in another order may close
                 break
-            call = None if end is None else _whole_call(body[:end], keys)
+            call = None if end is None else _whole_call(body[:end], keys, wrapper.empty)
             if call is not None and end is not None:
                 deltas.append(ToolCallDelta(calls, *call))
                 calls += 1
-                mode, buffer, space = Mode.SEP, body[end:], ""
+                mode, buffer, space = Mode.AFTER if single else Mode.SEP, body[end:], ""
                 continue
             if calls or required:  # after the calls, what is not a call ends them
                 mode, buffer = Mode.AFTER, ""
@@ -226,7 +253,7 @@ def feed(wrapper: Wrapper, state: W, text: str, final: bool, context: ToolContex
             if end is None:
                 scanner = after
                 break
-            mode, buffer, scanner = Mode.SEP, buffer[end:], ValueScan()
+            mode, buffer, scanner = Mode.AFTER if single else Mode.SEP, buffer[end:], ValueScan()
         elif mode == Mode.SEP:
             body = buffer.lstrip(JSON_SPACE)
             if not body:
@@ -235,15 +262,18 @@ def feed(wrapper: Wrapper, state: W, text: str, final: bool, context: ToolContex
             buffer = body[1:]
         else:  # AFTER
             break
-    if mode in (Mode.LIST, Mode.HEAD) and space:  # waits: read again from before the wrapper
+    if mode in (Mode.LIST, Mode.SKIP, Mode.HEAD) and space and not final:
+        # waits: read again from before the wrapper
         mode, held = Mode.CONTENT, space + held
     return ("".join(content), merge(deltas),
             replace(state, mode=mode, held=held, calls=calls, spoke=spoke, scan=scanner))
 
 
-def _whole_call(region: str, keys: tuple[str, ...]) -> tuple[str, str] | None:
+def _whole_call(region: str, keys: tuple[str, ...], empty: str | None = None
+                ) -> tuple[str, str] | None:
     """Name and arguments of a whole element that is a call with its keys in any order (the
-    arguments under the first of ``keys`` it has, written anew as vLLM writes them)."""
+    arguments under the first of ``keys`` it has, written anew as vLLM writes them; ``empty``
+    when it has none of them)."""
     try:
         call: Any = json.loads(region)
     except ValueError:
@@ -253,7 +283,7 @@ def _whole_call(region: str, keys: tuple[str, ...]) -> tuple[str, str] | None:
     for key in keys:
         if key in call:
             return call["name"], json.dumps(call[key], ensure_ascii=False)
-    return None
+    return None if empty is None else (call["name"], empty)
 
 
 def _named(state: W, text: str, final: bool, name: str) -> tuple[str, list[ToolCallDelta], W]:
@@ -301,5 +331,11 @@ class JambaState(WrappedState):
     pass
 
 
+@dataclass(frozen=True, slots=True)
+class InternlmState(WrappedState):
+    pass
+
+
 PHI4_FORMAT = _format(PHI4, Phi4State)
+INTERNLM_FORMAT = _format(INTERNLM, InternlmState)
 JAMBA_FORMAT = _format(JAMBA, JambaState)
