@@ -1,7 +1,7 @@
 """Streaming the parser-engine formats (DeepSeek DSML, GLM, MiniMax M2): core cost per chunk and
 the largest stream_state, as ``bench/parser_stream.py`` (a) and (b) measure them for Qwen3.
 
-Five 4096-id outputs, 1 id per chunk, as a (thinking) model writes a tool call:
+Six 4096-id outputs, 1 id per chunk, as a (thinking) model writes a tool call:
 
   DSML (``deepseek_v4`` reasoning and tool parsers, DeepSeek-V4's vocabulary from
   ``tests/models/deepseek-v4`` with ``deepseek-v4-native``'s configs): ~3,500 ids of reasoning
@@ -23,7 +23,9 @@ Five 4096-id outputs, 1 id per chunk, as a (thinking) model writes a tool call:
   derived from gpt-oss's vocabulary): ~3,500 ids of content + ``functools[{"name":
   "get_weather", "arguments": {"city": "Lisbon", "notes": "…"}}]`` (the notes a JSON string)
   + EOS 200020 ``<|end|>``. Jamba (``jamba`` alone, ``tests/models/jamba-standin``): the same
-  in ``<tool_calls>[…]</tool_calls>``, EOS 50256.
+  in ``<tool_calls>[…]</tool_calls>``, EOS 50256. InternLM2 (``internlm``,
+  ``tests/models/internlm2-standin``): ``<|action_start|><|plugin|>\n{…}<|action_end|>``, EOS
+  92542.
 
 Each stream is first derendered whole, call after call, and checked: the folded stream and the
 non-streaming answer both give the reasoning text, no content and the one ``get_weather`` call
@@ -106,6 +108,10 @@ FORMATS = {
     "jamba": Format("Jamba", "jamba-standin", "jamba-standin", "jamba-standin", "jamba", 50256,
                     '<tool_calls>[{"name": "get_weather", "arguments": {"city": "Lisbon", '
                     '"notes": "', '"}}]</tool_calls>', tool_only=True),
+    "internlm": Format("InternLM2", "internlm2-standin", "internlm2-standin",
+                       "internlm2-standin", "internlm", 92542,
+                       '<|action_start|><|plugin|>\n{"name": "get_weather", "parameters": '
+                       '{"city": "Lisbon", "notes": "', '"}}<|action_end|>', tool_only=True),
 }
 
 

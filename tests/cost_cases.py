@@ -74,6 +74,8 @@ TEMPLATES: dict[str, str] = {
                        '{"name": "NAME", "parameters": {}}]'),
     "jamba": ('<tool_calls>[{"name": "NAME", "arguments": {"a": "VALUE", "n": 1}}, '
               '{"arguments": {}, "name": "NAME"}]</tool_calls>'),
+    "internlm": ('<|action_start|><|plugin|>\n{"name": "NAME", "parameters": {"a": "VALUE", '
+                 '"n": 1}}<|action_end|>'),
 }
 """One complete call per tool format, as the model writes it."""
 

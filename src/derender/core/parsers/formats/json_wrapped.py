@@ -189,8 +189,7 @@ def feed(wrapper: Wrapper, state: W, text: str, final: bool, context: ToolContex
             if found[1] == single:
                 mode, buffer, space = Mode.AFTER, "", ""
                 break
-            space += buffer[:found[0]]
-            mode, buffer = Mode.HEAD, buffer[found[0]:]
+            mode, buffer = Mode.HEAD, buffer[found[0]:]  # (the text before it: dropped)
         elif mode == Mode.LIST:
             body = buffer.lstrip(JSON_SPACE)
             if body[:1] == "[":
