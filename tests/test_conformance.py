@@ -371,6 +371,20 @@ MESSAGE_DIFFERENCES.update({_case_name(n): ours for n, ours in (
 STREAM_AS_MESSAGE.update({_case_name(n): _case_name(n - 1) for n in (
     *range(3907, 3932, 2), *range(3939, 3942, 2), *range(3944, 3955, 2))})
 
+# gigachat3 (issue 19): vLLM's streams drop the separator text it keeps in its message (3968),
+# stream text after the object or keys after the arguments into them (3974, 3978), string
+# arguments (3976); ours fold to the twin's message. Messages where we differ: a call without
+# a separator before it keeps no content (vLLM: the whole output as content, 3963), text after
+# the object is dropped (vLLM: no call, all content, 3977), a cut-off call keeps its arguments
+# (3981).
+STREAM_AS_MESSAGE.update({_case_name(n): _case_name(n - 1) for n in (
+    *range(3956, 3989, 2), *range(3991, 4002, 2))})
+MESSAGE_DIFFERENCES.update({_case_name(n): ours for n, ours in (
+    (3963, (None, [_WEATHER], "tool_calls")),
+    (3977, (None, [_WEATHER], "tool_calls")),
+    (3981, (None, [("get_weather", '{"city": "Pa')], "length")),
+)})
+
 
 def _on_v31_vocabulary(name: str) -> str:
     """Cases 367-404 are 200-237 recorded again on DeepSeek-V3.1's own vocabulary (model
@@ -648,7 +662,7 @@ def test_every_case_is_accounted_for() -> None:
     non_finite = [p for p in CASES if 2900 <= int(p.name.split("-")[0]) <= 2949]
     assert len(non_finite) == 29
     json_wrapped = [p for p in CASES if 3800 <= int(p.name.split("-")[0]) <= 4199]
-    assert len(json_wrapped) == 49 + 57 + 49
+    assert len(json_wrapped) == 49 + 57 + 49 + 47
     assert len(CASES) == 1226 + len(edge_cases) + len(dropin) + len(markup_glm5) \
         + len(non_finite) + len(json_wrapped)
     replayed = [p for p in CASES if _pending_reason(load_case(p)) is None]

@@ -52,8 +52,9 @@ COMPAT = json.loads((ROOT / "tests/fixtures/state-compat.json").read_text(encodi
 def test_the_marker_table_is_the_one_states_were_issued_with() -> None:
     """Markers added since are appended: the indices states were issued with never change."""
     assert list(MARKUP[:34]) == COMPAT["markup"]
-    assert MARKUP[34:] == ("<tool_calls>",  # issue 19 (i19-json): jamba, internlm
-                           "<|action_start|>", "<|plugin|>", "<|action_end|>")
+    assert MARKUP[34:] == ("<tool_calls>",  # issue 19 (i19-json): jamba, internlm, gigachat3
+                           "<|action_start|>", "<|plugin|>", "<|action_end|>",
+                           "<|message_sep|>", "<|role_sep|>", "<|function_call|>")
 
 
 

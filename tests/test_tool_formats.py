@@ -59,7 +59,7 @@ def test_every_format_is_registered_with_its_own_tag_and_state() -> None:
     assert {"hermes", "llama3_json", "pythonic", "deepseek_v3", "deepseek_v31", "mistral",
             "qwen3_coder", "mimo", "seed_oss", "deepseek_v32", "deepseek_v4", "deepseek_v41",
             "glm45", "glm47", "kimi_k2", "gemma4", "minimax_m2", "minimax_m3",
-            "phi4_mini_json", "jamba", "internlm",  # issue 19 (i19-json)
+            "phi4_mini_json", "jamba", "internlm", "gigachat3",  # issue 19 (i19-json)
             } == set(
                 {r.name for r in TOOL_RECORDS if r.tag is not None})
     own = [r.name for r in TOOL_RECORDS if r.machine is Machine.OWN]

@@ -43,13 +43,18 @@ INTERNLM_MODEL = "internlm2-standin"
 INTERNLM_EOS = 92542
 INTERNLM = "internlm"
 
+GIGA_MODEL = "gigachat3-standin"
+GIGA_EOS = 50256
+GIGA = "gigachat3"
+
 SERVERS = {PHI4: _server(PHI4_MODEL, PHI4), JAMBA: _server(JAMBA_MODEL, JAMBA),
-           INTERNLM: _server(INTERNLM_MODEL, INTERNLM)}
+           INTERNLM: _server(INTERNLM_MODEL, INTERNLM), GIGA: _server(GIGA_MODEL, GIGA)}
 
 
 def Case(server: str, shape: str, output: str, stream: str = "small", **kw: Any  # noqa: N802
          ) -> list[_Case]:
-    kw.setdefault("eos", {PHI4: PHI4_END, JAMBA: JAMBA_EOS, INTERNLM: INTERNLM_EOS}[server])
+    kw.setdefault("eos", {PHI4: PHI4_END, JAMBA: JAMBA_EOS, INTERNLM: INTERNLM_EOS,
+                          GIGA: GIGA_EOS}[server])
     return both(_Case(server, shape, output, **kw), stream)
 
 
@@ -216,5 +221,46 @@ CASES += [
 ``{"name", "parameters"}`` (or ``"arguments"``) and ``<|action_end|>`` (single tokens of the
 stand-in at InternLM2's ids); EOS ``<|im_end|>`` 92542. Outputs vLLM's message raises on
 are recorded without a stream (``error_case``)."""
+
+SEP, ROLE, FCALL = "<|message_sep|>", "<|role_sep|>", "<|function_call|>"
+
+
+def giga(call: str, before: str = "") -> str:
+    return before + SEP + "\n\nfunction call" + ROLE + "\n" + call
+
+
+CASES += [
+    *Case(GIGA, "single", giga(WEATHER)),
+    *Case(GIGA, "content_before", giga(WEATHER, "Let me check that.")),
+    *Case(GIGA, "function_call_token", FCALL + WEATHER),
+    *Case(GIGA, "content_then_token", "Let me check. " + FCALL + WEATHER),
+    *Case(GIGA, "no_separator", "function call" + ROLE + "\n" + WEATHER),
+    *Case(GIGA, "no_call", "Paris is sunny today [source: météo], 22 °C 🌞."),
+    *Case(GIGA, "separator_no_call", "Paris is sunny." + SEP + "\n\nAnything else?"),
+    *Case(GIGA, "typed_values", giga(CONFIG), stream="mixed"),
+    *Case(GIGA, "long_value", giga(LONG), stream="mixed"),
+    *Case(GIGA, "keys_flipped", giga('{"arguments": {"city": "Paris"}, "name": "get_weather"}')),
+    *Case(GIGA, "string_args", giga('{"name": "get_weather", "arguments": "Paris"}')),
+    *Case(GIGA, "trailing_text", giga(WEATHER) + " and more"),
+    *Case(GIGA, "cut_in_name", giga('{"name": "get_wea'), eos=None),
+    *Case(GIGA, "cut_in_args", giga('{"name": "get_weather", "arguments": {"city": "Pa'),
+          eos=None),
+    *Case(GIGA, "malformed", giga("not json at all")),
+    *Case(GIGA, "tool_choice_none", giga(WEATHER), request=NONE),
+    *Case(GIGA, "no_tools", giga(WEATHER), tools=False),
+    _Case(GIGA, "empty_tools", giga(WEATHER), eos=GIGA_EOS, tools=False,
+          request={"tools": []}),
+    *Case(GIGA, "required", giga(WEATHER), request=REQUIRED),
+    *Case(GIGA, "required_json",
+          '[{"name": "get_weather", "parameters": {"city": "Paris"}}]', request=REQUIRED),
+    *Case(GIGA, "named", giga(WEATHER), request=NAMED_CHOICE),
+    *Case(GIGA, "history", giga(WEATHER_P.replace("parameters", "arguments")), request=HISTORY),
+    *Case(GIGA, "skip_special_false", giga(WEATHER, "Hi"),
+          request={"skip_special_tokens": False}),
+    *Case(GIGA, "marker_split", giga(WEATHER, "Ok"), stream="one"),
+]
+"""GigaChat 3 (cases 3955-…): content, ``<|message_sep|>``, then ``function call<|role_sep|>\n``
+(or ``<|function_call|>``) and one JSON object ``{"name", "arguments"}`` ending the output;
+the three markers single tokens of the stand-in; EOS 50256."""
 
 FORMAT = Format(3800, SERVERS, CASES, tools=TOOLS, user=USER, prompt=prompt)

@@ -17,6 +17,7 @@ from derender.core.registry import ServedModel, load_vocabulary, read_model_info
 from derender_testing.tokenizer_variants import (
     copy_tokenizer,
     derive_gemma4_standin,
+    derive_gigachat3_standin,
     derive_internlm2_standin,
     derive_jamba_standin,
     derive_kimi_standin,
@@ -37,7 +38,7 @@ MODEL_NAMES = ("qwen3", "mistral-7b", "deepseek-v4", "gpt2", "llama3.1", "llama3
                "deepseek-v4-native", "deepseek-v4.1-native", "glm-4.5v", "glm-4.7-flash",
                "minimax-m2.7", "minimax-m3", "kimi-k2-standin", "gemma4-standin",
                "phi4-mini-standin", "jamba-standin",
-               "internlm2-standin")
+               "internlm2-standin", "gigachat3-standin")
 DERIVED = {"llama3.1-tools": ("llama3.1", derive_llama31_tools),
            "mistral-tools": ("mistral-7b", derive_mistral_tools),
            "mistral-tools-v3": ("mistral-7b", derive_mistral_tools_v3),
@@ -55,7 +56,8 @@ DERIVED = {"llama3.1-tools": ("llama3.1", derive_llama31_tools),
            "gemma4-standin": ("gemma3", derive_gemma4_standin),
            "phi4-mini-standin": ("gpt-oss", derive_phi4_standin),
            "jamba-standin": ("gpt2", derive_jamba_standin),
-           "internlm2-standin": ("gpt2", derive_internlm2_standin)}
+           "internlm2-standin": ("gpt2", derive_internlm2_standin),
+           "gigachat3-standin": ("gpt2", derive_gigachat3_standin)}
 """Test models whose tokenizer files are derived from another's (``tokenizer_variants``)."""
 
 

@@ -273,3 +273,13 @@ def derive_internlm2_standin(source: Path, target: Path) -> bool:
             "tokenizer_class": "PreTrainedTokenizerFast"})
 
     return derive(source, target, build)
+
+
+GIGACHAT3_ADDED = ("<|message_sep|>", "<|role_sep|>", "<|function_call|>")
+"""``gigachat3-standin``: GigaChat 3's vocabulary is not available offline; the stand-in is
+GPT-2's with the markers vLLM's ``gigachat3`` parser reads appended as added special tokens at
+50257-50259 (not GigaChat's ids)."""
+
+
+def derive_gigachat3_standin(source: Path, target: Path) -> bool:
+    return derive_added_tokens(source, target, GIGACHAT3_ADDED)

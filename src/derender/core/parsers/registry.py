@@ -190,6 +190,8 @@ MINIMAX_M3_THINK = (Marker(32, "<mm:think>"), Marker(33, "</mm:think>"))
 JAMBA_CALLS = Marker(34, "<tool_calls>")
 INTERNLM_ACTION = (Marker(35, "<|action_start|>"), Marker(36, "<|plugin|>"),
                    Marker(37, "<|action_end|>"))
+GIGACHAT3_MARKERS = (Marker(38, "<|message_sep|>"), Marker(39, "<|role_sep|>"),
+                     Marker(40, "<|function_call|>"))
 
 QWEN3_TOOLS = (TOOL_CALL, END_TOOL_CALL)
 QWEN3_REASONING = (THINK, END_THINK, TOOL_CALL, *CHATML)
@@ -236,6 +238,7 @@ TOOL_RECORDS: tuple[ToolRecord, ...] = (
     _own("phi4_mini_json", "json_wrapped", "PHI4_FORMAT", 80),
     _own("jamba", "json_wrapped", "JAMBA_FORMAT", 81, markers=(JAMBA_CALLS,)),
     _own("internlm", "json_wrapped", "INTERNLM_FORMAT", 82, markers=INTERNLM_ACTION),
+    _own("gigachat3", "json_wrapped", "GIGACHAT3_FORMAT", 83, markers=GIGACHAT3_MARKERS),
     _engine("deepseek_v32", "dsml", "V32", 50, "deepseek_v32", markers=(DSML,), reads=_EVERY),
     _engine("deepseek_v4", "dsml", "V4", 51, "deepseek_v4", markers=(DSML, THINK, END_THINK),
             reads=_EVERY),

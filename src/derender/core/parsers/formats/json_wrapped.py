@@ -70,10 +70,19 @@ class Wrapper:
     """The keys a call's arguments may come under, right after its ``"name"``."""
     bracket: bool = False
     """The list's ``[`` follows the opener, JSON whitespace between (else it is part of it)."""
-    single: str = ""
-    """Not a list: one call object after the opener, any text before its ``{`` dropped, up to
-    this end marker (internlm's ``<|action_end|>``); after it, or after the object, all text
-    is dropped."""
+    single: bool = False
+    """Not a list: one call object after the opener; after it all text is dropped."""
+    skip_to: str = ""
+    """With ``single``: any text before the object's ``{`` is dropped, up to this end marker
+    (internlm's ``<|action_end|>``), after which all text is dropped."""
+    alt: tuple[str, ...] = ()
+    """Another opener, as its parts (gigachat3's ``function call<|role_sep|>\n``)."""
+    sep: str = ""
+    """A marker ending the content (gigachat3's ``<|message_sep|>``): with the whitespace after
+    it, dropped before an opener (held until known, up to ``MAX_LEADING_SPACE``); content as
+    written when no opener follows."""
+    object_args: bool = False
+    """The arguments must be a JSON object, else the element is no call."""
     empty: str | None = None
     """The arguments of a call object with a name and none of ``keys`` (None: no call)."""
     parts: tuple[str, ...] = ()
@@ -94,8 +103,11 @@ def _head(keys: tuple[str, ...]) -> re.Pattern[str]:
 PHI4 = Wrapper("phi4_mini_json", "functools[", ("arguments", "parameters"))
 JAMBA = Wrapper("jamba", "<tool_calls>", ("arguments",), bracket=True)
 INTERNLM = Wrapper("internlm", "<|action_start|><|plugin|>", ("parameters", "arguments"),
-                   single="<|action_end|>", empty="{}",
+                   single=True, skip_to="<|action_end|>", empty="{}",
                    parts=("<|action_start|>", "<|plugin|>"))
+GIGACHAT3 = Wrapper("gigachat3", "<|function_call|>", ("arguments",), single=True,
+                    alt=("function call", "<|role_sep|>", "\n"), sep="<|message_sep|>",
+                    object_args=True)
 REQUIRED = Wrapper("required", "[", ("parameters",))
 """vLLM's JSON path under ``tool_choice`` "required": a list of ``{"name", "parameters"}``."""
 _REQUIRED_HEAD = REQUIRED.head
@@ -144,7 +156,12 @@ def feed(wrapper: Wrapper, state: W, text: str, final: bool, context: ToolContex
     required = context.required
     opener = REQUIRED.opener if required else "".join(
         context.spelled(part) for part in wrapper.parts or (wrapper.opener,))
-    single = context.spelled(wrapper.single) if wrapper.single else ""
+    single = wrapper.single and not required
+    skip_to = context.spelled(wrapper.skip_to) if wrapper.skip_to and single else ""
+    openers = (opener,) if required or not wrapper.alt else (
+        opener, "".join(context.spelled(part) for part in wrapper.alt))
+    sep = context.spelled(wrapper.sep) if wrapper.sep and not required else ""
+    object_args = wrapper.object_args and not required
     head = _REQUIRED_HEAD if required else wrapper.head
     keys = REQUIRED.keys if required else wrapper.keys
     buffer = state.held + text
@@ -166,27 +183,38 @@ def feed(wrapper: Wrapper, state: W, text: str, final: bool, context: ToolContex
             mode = Mode.HEAD if body[0] == "[" else Mode.AFTER
             buffer = body[1:]
         elif mode == Mode.CONTENT:
-            found = finder.earliest_in(buffer, (opener,))
+            found = finder.earliest_in(buffer, openers)
             if found is None:
-                out, held, spoke = leading_text(buffer, (opener,), final, spoke, False)
+                at = None if final or not sep else _sep_hold(buffer, sep, openers)
+                if at is not None:  # a separator that may precede a call: held
+                    content.append(buffer[:at])
+                    spoke = spoke or bool(buffer[:at].strip())
+                    held = buffer[at:]
+                    break
+                out, held, spoke = leading_text(buffer, openers, final, spoke, False)
                 content.append(out)
                 break
             before = buffer[:found[0]]
+            cut = before.rfind(sep) if sep else -1
+            dropped = ""
+            if cut >= 0 and not before[cut + len(sep):].strip():
+                # the separator and its whitespace: dropped with a call, content without
+                before, dropped = before[:cut], before[cut:]
             if leads_content(before, spoke):
                 content.append(before)
                 spoke = True
                 before = ""
-            space = before + opener
-            mode = Mode.LIST if wrapper.bracket else Mode.SKIP if single else Mode.HEAD
-            buffer = buffer[found[0] + len(opener):]
+            space = before + dropped + found[1]
+            mode = Mode.LIST if wrapper.bracket else Mode.SKIP if skip_to else Mode.HEAD
+            buffer = buffer[found[0] + len(found[1]):]
         elif mode == Mode.SKIP:  # text before the call's "{" is dropped, as vLLM does
-            found = finder.earliest_in(buffer, ("{", single))
+            found = finder.earliest_in(buffer, ("{", skip_to))
             if found is None:
-                buffer = buffer[len(buffer) - pending_prefix(buffer, (single,)):]
+                buffer = buffer[len(buffer) - pending_prefix(buffer, (skip_to,)):]
                 if not final and buffer:
                     held = buffer
                 break
-            if found[1] == single:
+            if found[1] == skip_to:
                 mode, buffer, space = Mode.AFTER, "", ""
                 break
             mode, buffer = Mode.HEAD, buffer[found[0]:]  # (the text before it: dropped)
@@ -203,16 +231,22 @@ def feed(wrapper: Wrapper, state: W, text: str, final: bool, context: ToolContex
                 spoke, mode, space = True, Mode.CONTENT, ""
         elif mode == Mode.HEAD:
             body = buffer.lstrip(JSON_SPACE)
-            if body[:1] == "]":
+            if body[:1] == "]" and not single:
                 mode, buffer, space = Mode.AFTER, body[1:], ""
                 continue
             match = head.match(body)
-            if match is not None and match.end() <= MAX_HEAD:
+            value = body[match.end():].lstrip(JSON_SPACE)[:1] if match is not None else ""
+            if match is not None and object_args and not value and not final \
+                    and len(body) < MAX_HEAD:
+                held = buffer  # whether the arguments are an object is not known yet
+                break
+            if match is not None and match.end() <= MAX_HEAD and (
+                    not object_args or value == "{"):
                 deltas.append(ToolCallDelta(calls, json.loads(f'"{match.group(1)}"'), ""))
                 calls += 1
                 mode, buffer, scanner, space = Mode.ARGS, body[match.end():], ValueScan(), ""
                 continue
-            if not final and len(body) < MAX_HEAD and could_be_head(body) \
+            if not final and len(body) < MAX_HEAD and could_be_head(body) and match is None \
                     and not (required and _ARGUMENTS_HEAD.match(body)):
                 held = buffer
                 break
@@ -220,7 +254,8 @@ def feed(wrapper: Wrapper, state: W, text: str, final: bool, context: ToolContex
             if end is None and not final and len(body) < MAX_HEAD and body[:1] == "{":
                 held = buffer  # an object with its keys in another order may close
                 break
-            call = None if end is None else _whole_call(body[:end], keys, wrapper.empty)
+            call = None if end is None else _whole_call(body[:end], keys, wrapper.empty,
+                                                        object_args)
             if call is not None and end is not None:
                 deltas.append(ToolCallDelta(calls, *call))
                 calls += 1
@@ -268,8 +303,21 @@ def feed(wrapper: Wrapper, state: W, text: str, final: bool, context: ToolContex
             replace(state, mode=mode, held=held, calls=calls, spoke=spoke, scan=scanner))
 
 
-def _whole_call(region: str, keys: tuple[str, ...], empty: str | None = None
-                ) -> tuple[str, str] | None:
+def _sep_hold(buffer: str, sep: str, openers: tuple[str, ...]) -> int | None:
+    """Where a held separator starts: the last ``sep`` of ``buffer`` when only whitespace and
+    the beginning of an opener follow it (within ``MAX_LEADING_SPACE``); None: none is."""
+    at = buffer.rfind(sep)
+    if at < 0:
+        return None
+    tail = buffer[at + len(sep):]
+    rest = tail.lstrip()
+    if len(tail) > MAX_LEADING_SPACE or (rest and not any(o.startswith(rest) for o in openers)):
+        return None
+    return at
+
+
+def _whole_call(region: str, keys: tuple[str, ...], empty: str | None = None,
+                object_args: bool = False) -> tuple[str, str] | None:
     """Name and arguments of a whole element that is a call with its keys in any order (the
     arguments under the first of ``keys`` it has, written anew as vLLM writes them; ``empty``
     when it has none of them)."""
@@ -281,6 +329,8 @@ def _whole_call(region: str, keys: tuple[str, ...], empty: str | None = None
         return None
     for key in keys:
         if key in call:
+            if object_args and not isinstance(call[key], dict):
+                return None
             return call["name"], json.dumps(call[key], ensure_ascii=False)
     return None if empty is None else (call["name"], empty)
 
@@ -335,6 +385,12 @@ class InternlmState(WrappedState):
     pass
 
 
+@dataclass(frozen=True, slots=True)
+class Gigachat3State(WrappedState):
+    pass
+
+
 PHI4_FORMAT = _format(PHI4, Phi4State)
+GIGACHAT3_FORMAT = _format(GIGACHAT3, Gigachat3State)
 INTERNLM_FORMAT = _format(INTERNLM, InternlmState)
 JAMBA_FORMAT = _format(JAMBA, JambaState)
