@@ -1,7 +1,7 @@
 """Streaming the parser-engine formats (DeepSeek DSML, GLM, MiniMax M2): core cost per chunk and
 the largest stream_state, as ``bench/parser_stream.py`` (a) and (b) measure them for Qwen3.
 
-Six 4096-id outputs, 1 id per chunk, as a (thinking) model writes a tool call:
+Seven 4096-id outputs, 1 id per chunk, as a (thinking) model writes a tool call:
 
   DSML (``deepseek_v4`` reasoning and tool parsers, DeepSeek-V4's vocabulary from
   ``tests/models/deepseek-v4`` with ``deepseek-v4-native``'s configs): ~3,500 ids of reasoning
@@ -25,7 +25,8 @@ Six 4096-id outputs, 1 id per chunk, as a (thinking) model writes a tool call:
   + EOS 200020 ``<|end|>``. Jamba (``jamba`` alone, ``tests/models/jamba-standin``): the same
   in ``<tool_calls>[…]</tool_calls>``, EOS 50256. InternLM2 (``internlm``,
   ``tests/models/internlm2-standin``): ``<|action_start|><|plugin|>\n{…}<|action_end|>``, EOS
-  92542.
+  92542. GigaChat 3 (``gigachat3``, ``tests/models/gigachat3-standin``):
+  ``<|function_call|>{…}``, EOS 50256.
 
 Each stream is first derendered whole, call after call, and checked: the folded stream and the
 non-streaming answer both give the reasoning text, no content and the one ``get_weather`` call
@@ -112,6 +113,10 @@ FORMATS = {
                        "internlm2-standin", "internlm", 92542,
                        '<|action_start|><|plugin|>\n{"name": "get_weather", "parameters": '
                        '{"city": "Lisbon", "notes": "', '"}}<|action_end|>', tool_only=True),
+    "gigachat3": Format("GigaChat 3", "gigachat3-standin", "gigachat3-standin",
+                        "gigachat3-standin", "gigachat3", 50256,
+                        '<|function_call|>{"name": "get_weather", "arguments": '
+                        '{"city": "Lisbon", "notes": "', '"}}', tool_only=True),
 }
 
 

@@ -76,6 +76,8 @@ TEMPLATES: dict[str, str] = {
               '{"arguments": {}, "name": "NAME"}]</tool_calls>'),
     "internlm": ('<|action_start|><|plugin|>\n{"name": "NAME", "parameters": {"a": "VALUE", '
                  '"n": 1}}<|action_end|>'),
+    "gigachat3": ('Sure.<|message_sep|>\n\nfunction call<|role_sep|>\n{"name": "NAME", '
+                  '"arguments": {"a": "VALUE", "n": 1}}'),
 }
 """One complete call per tool format, as the model writes it."""
 

@@ -441,3 +441,97 @@ def test_any_split_of_an_internlm_text_reads_as_the_whole(text: str, context: To
 def test_internlm_registered_as_vllm_names_it() -> None:
     assert parsers.tool_format("internlm") is IFMT
     assert TOOLS_BY_TAG[parsers.tag_of("internlm")].name == "internlm"
+
+
+# --------------------------------------------------------------------------- gigachat3
+
+GIGA = "gigachat3-standin"
+GFMT = json_wrapped.GIGACHAT3_FORMAT
+GSEP, GROLE, GCALL, GEOS = 50257, 50258, 50259, 50256
+GSPELL = {m: chr(0xE000 + MARKUP.index(m)) for m in ("<|message_sep|>", "<|role_sep|>",
+                                                       "<|function_call|>")}
+GAUTO = ToolContext(spell=GSPELL)
+SEP, FCALL = GSPELL["<|message_sep|>"], GSPELL["<|function_call|>"]
+FUNC = "function call" + GSPELL["<|role_sep|>"] + "\n"
+
+
+def gread(text: str, context: ToolContext = GAUTO) -> tuple[str, list[list[str]]]:
+    return feed_all(GFMT, [text, ""], context, names_first=True)
+
+
+def test_gigachat3_calls_and_content() -> None:  # 3955, 3957, 3959, 3961, 3973, 3967
+    assert gread(SEP + "\n\n" + FUNC + CALL) == ("", [["get_weather", PARIS]])
+    assert gread("Let me check that." + SEP + "\n\n" + FUNC + CALL) == (
+        "Let me check that.", [["get_weather", PARIS]])
+    assert gread(FCALL + CALL) == ("", [["get_weather", PARIS]])
+    assert gread("Let me check. " + FCALL + CALL) == ("Let me check. ", [["get_weather", PARIS]])
+    flipped = '{"arguments": {"city": "Paris"}, "name": "get_weather"}'
+    assert gread(FCALL + flipped)[1] == [["get_weather", '{"city": "Paris"}']]
+    text = "Paris is sunny." + SEP + "\n\nAnything else?"
+    assert gread(text) == (text, [])
+
+
+def test_gigachat3_what_is_no_call_is_content() -> None:  # 3975, 3979, 3983
+    for call in ('{"name": "get_weather", "arguments": "Paris"}', '{"name": "get_wea',
+                 "not json at all"):
+        text = SEP + "\n\n" + FUNC + call
+        assert gread(text) == (text, [])
+
+
+def test_gigachat3_where_we_differ() -> None:  # 3963, 3977, 3981 (README row)
+    assert gread(FUNC + CALL) == ("", [["get_weather", PARIS]])
+    assert gread(SEP + FUNC + CALL + " and more") == ("", [["get_weather", PARIS]])
+    assert gread(SEP + FUNC + '{"name": "get_weather", "arguments": {"city": "Pa') == (
+        "", [["get_weather", '{"city": "Pa']])
+
+
+@pytest.fixture(scope="module")
+def gigachat3(client_for: Any) -> Any:
+    return client_for(GIGA, None, "gigachat3")
+
+
+@st.composite
+def gigachat3_outputs(draw: st.DrawFn) -> list[int | str]:
+    parts: list[int | str] = [draw(st.sampled_from(["", "", "Sure.", "\n", "{x} "]))]
+    if draw(st.integers(0, 5)):
+        opener: list[int | str] = draw(st.sampled_from(
+            [[GSEP, "\n\nfunction call", GROLE, "\n"], [GCALL], [GSEP, GCALL], [GSEP, " x"]]))
+        parts += [*opener, draw(st.sampled_from([*ELEMENTS, '{"name": "get_time"}']))]
+    parts.append(draw(st.sampled_from(["", "", " Done.", " {}"])))
+    if draw(st.integers(0, 4)) == 0:
+        parts = parts[:draw(st.integers(0, len(parts)))]
+    return [p for p in parts if p != ""]
+
+
+@settings(max_examples=40, deadline=None)
+@given(data=st.data())
+def test_any_split_of_a_gigachat3_output_folds_to_the_message(gigachat3: Any,
+                                                              data: st.DataObject) -> None:
+    parts = data.draw(gigachat3_outputs(), label="output")
+    request = data.draw(requests(MESSAGES, [WEATHER]), label="chat_request")
+    ids: list[int] = []
+    for part in parts:
+        ids += [part] if isinstance(part, int) else tokenizer(GIGA).encode(
+            part, add_special_tokens=False).ids
+    run_both(gigachat3, GIGA, [*ids, GEOS], "stop", [1], request, data)
+
+
+GPIECES = [*PIECES[:4], SEP, FCALL, FUNC, "function ca", "\n\n", CALL, "{", "}", '"',
+           '{"name": "g', '", "arguments": ', '"x"', "𝄞", "Hi"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.lists(st.sampled_from(GPIECES), max_size=14).map("".join),
+       context=st.sampled_from([GAUTO, GAUTO, REQUIRED, NAMED]), data=st.data())
+def test_any_split_of_a_gigachat3_text_reads_as_the_whole(text: str, context: ToolContext,
+                                                          data: st.DataObject) -> None:
+    cuts = sorted(data.draw(st.sets(st.integers(0, len(text)), max_size=8), label="cuts"))
+    bounds = [0, *cuts, len(text)]
+    pieces = [text[bounds[i]:bounds[i + 1]] for i in range(len(bounds) - 1)]
+    assert gread(text, context) == feed_all(GFMT, [*pieces, ""], context, names_first=True)
+    check_round_trips(GFMT, pieces, context)
+
+
+def test_gigachat3_registered_as_vllm_names_it() -> None:
+    assert parsers.tool_format("gigachat3") is GFMT
+    assert TOOLS_BY_TAG[parsers.tag_of("gigachat3")].name == "gigachat3"
