@@ -1,29 +1,39 @@
-"""JSON tool calls in a wrapper (issue 19): a marker opening a JSON list of call objects.
+"""JSON tool calls in a wrapper (issue 19): an opener, then a JSON list of call objects or
+one call object. Each format is data (``Wrapper``) read by one machine:
 
-``phi4_mini_json`` (Phi-4-mini): ``functools[{"name": …, "arguments": …}, …]`` (or
-``"parameters"``), anywhere in the output. vLLM 0.33's reference (``Phi4MiniJsonToolParser``)
-reads, without streaming, the text of the first ``functools[`` up to the next ``]`` as a JSON
-list and drops all other text; it streams nothing at all. This machine serves both modes alike
-(docs/design.md, Parsers) with a small state:
+- ``phi4_mini_json`` (Phi-4-mini): ``functools[{"name": …, "arguments"|"parameters": …}, …]``
+  anywhere in the output (vLLM reads the first ``functools[`` up to the next ``]`` and streams
+  nothing at all);
+- ``jamba``: ``<tool_calls>`` (a single token), whitespace, a list of ``{"name", "arguments"}``,
+  ``</tool_calls>``;
+- ``internlm``: ``<|action_start|><|plugin|>``, text up to the ``{`` dropped, one object
+  ``{"name", "parameters"|"arguments"}`` (neither: ``{}``), ``<|action_end|>``;
+- ``gigachat3``: content, ``<|message_sep|>``, then ``function call<|role_sep|>\n`` or
+  ``<|function_call|>`` and one object ``{"name", "arguments": {…}}`` (the arguments an
+  object), the separator and its whitespace dropped when a call follows.
 
-- before the wrapper, text is content (whitespace alone before it is not, up to
+This machine serves streaming and non-streaming alike (docs/design.md, Parsers), with a small
+state:
+
+- before the opener, text is content (whitespace alone before it is not, up to
   ``MAX_LEADING_SPACE``: dropped when a call follows);
-- after the wrapper's opener, each element whose head ``{"name": "…", "arguments"|"parameters":``
-  reads within ``MAX_HEAD`` characters is a call: its first delta carries the name, then the
-  arguments stream as the model wrote them (``json_value.scan`` finds their end, so a ``]``
-  inside them is theirs); ``,`` goes on to the next element, ``]`` ends the list;
-- after the list (or an element that is not a call, once a call was read) all text is dropped;
-  an empty list ``functools[]`` is no call and no content; a first element that is not a call
-  comes back as content with the wrapper, and reading goes on after it.
+- after it, each element whose head ``{"name": "…", KEY:`` reads within ``MAX_HEAD``
+  characters is a call: its first delta carries the name, then the arguments stream as the
+  model wrote them (``json_value.scan`` finds their end, so a ``]`` inside them is theirs); an
+  element with its keys in another order is read whole if it closes within ``MAX_HEAD``; in a
+  list ``,`` goes on to the next element and ``]`` ends it;
+- after the list or the one object (or an element that is not a call, once a call was read)
+  all text is dropped; an empty list is no call and no content; a first element that is not a
+  call comes back as content with the opener, and reading goes on after it.
 
-Under a forced ``tool_choice`` vLLM does not run this parser but its JSON path (recordings
+Under a forced ``tool_choice`` vLLM does not run these parsers but its JSON path (recordings
 3835-3842), and so does this machine: with a named function the output as written is that
 function's arguments (leading whitespace dropped); under "required" the output's JSON list of
 ``{"name", "parameters"}`` objects are the calls and no text is content.
 
-The differences from vLLM are rows of the README's compatibility table. The family's grammar
-is data (``Wrapper``), so other JSON-in-a-wrapper formats are new ``Wrapper`` values. State:
-the mode, a short holdback, the call counter, the spoke flag and the JSON scanner.
+The differences from vLLM are rows of the README's compatibility table
+(docs/vllm-compat/json_wrapped.md). State: the mode, a short holdback, the call counter, the
+spoke flag and the JSON scanner; each format has its own state type.
 """
 
 from __future__ import annotations
