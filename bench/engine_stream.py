@@ -2,7 +2,7 @@
 per chunk and the largest stream_state, as ``bench/parser_stream.py`` (a) and (b) measure them
 for Qwen3.
 
-Three 4096-id outputs, 1 id per chunk, as a thinking model writes a tool call:
+Seven 4096-id outputs, 1 id per chunk, as a (thinking) model writes a tool call:
 
   DSML (``deepseek_v4`` reasoning and tool parsers, DeepSeek-V4's vocabulary from
   ``tests/models/deepseek-v4`` with ``deepseek-v4-native``'s configs): ~3,500 ids of reasoning
@@ -32,6 +32,15 @@ Three 4096-id outputs, 1 id per chunk, as a thinking model writes a tool call:
   granite-20b-fc (``--only granite-fc``) the same with ``<function_call> {…}`` and no closing
   tag; LongCat (``--only longcat``, ``longcat`` on Qwen3's vocabulary) with
   ``<longcat_tool_call>`` tags, EOS 151645.
+
+  Phi-4-mini JSON (``phi4_mini_json`` tool parser alone, ``tests/models/phi4-mini-standin``,
+  derived from gpt-oss's vocabulary): ~3,500 ids of content + ``functools[{"name":
+  "get_weather", "arguments": {"city": "Lisbon", "notes": "…"}}]`` (the notes a JSON string)
+  + EOS 200020 ``<|end|>``. Jamba (``jamba`` alone, ``tests/models/jamba-standin``): the same
+  in ``<tool_calls>[…]</tool_calls>``, EOS 50256. InternLM2 (``internlm``,
+  ``tests/models/internlm2-standin``): ``<|action_start|><|plugin|>\n{…}<|action_end|>``, EOS
+  92542. GigaChat 3 (``gigachat3``, ``tests/models/gigachat3-standin``):
+  ``<|function_call|>{…}``, EOS 50256.
 
 Each stream is first derendered whole, call after call, and checked: the folded stream and the
 non-streaming answer both give the reasoning text (Granite: the content text), no content
@@ -147,6 +156,22 @@ FORMATS = {
                       '<longcat_tool_call>\n{"name": "get_weather", "arguments": {"city": '
                       '"Lisbon", "notes": "', '"}}\n</longcat_tool_call>', lead="content",
                       json_notes=True),
+    "phi4": Format("Phi-4-mini JSON", "phi4-mini-standin", "phi4-mini-standin",
+                   "phi4-mini-standin", "phi4_mini_json", 200020,
+                   'functools[{"name": "get_weather", "arguments": {"city": "Lisbon", "notes": "',
+                   '"}}]', lead="content", json_notes=True),
+    "jamba": Format("Jamba", "jamba-standin", "jamba-standin", "jamba-standin", "jamba", 50256,
+                    '<tool_calls>[{"name": "get_weather", "arguments": {"city": "Lisbon", '
+                    '"notes": "', '"}}]</tool_calls>', lead="content", json_notes=True),
+    "internlm": Format("InternLM2", "internlm2-standin", "internlm2-standin",
+                       "internlm2-standin", "internlm", 92542,
+                       '<|action_start|><|plugin|>\n{"name": "get_weather", "parameters": '
+                       '{"city": "Lisbon", "notes": "', '"}}<|action_end|>', lead="content",
+                       json_notes=True),
+    "gigachat3": Format("GigaChat 3", "gigachat3-standin", "gigachat3-standin",
+                        "gigachat3-standin", "gigachat3", 50256,
+                        '<|function_call|>{"name": "get_weather", "arguments": '
+                        '{"city": "Lisbon", "notes": "', '"}}', lead="content", json_notes=True),
 }
 FORMATS["holo2"] = Format("Holo2", "qwen3", "qwen3", "qwen3", "qwen3_coder", 151645,
                           FORMATS["step5"].head, FORMATS["step5"].tail, reasoning_parser="holo2",
@@ -162,8 +187,13 @@ def models_folder(root: Path, fmt: Format) -> Path:
     """A folder serving the test model with the format's parsers (symlinks)."""
     source = fmt.folder or _folder(fmt.tokenizer_from)
     if not (source / "tokenizer.json").is_file():
+        from derender_testing.models import DERIVED
         from derender_testing.tokenizer_variants import gunzip_tokenizer
-        gunzip_tokenizer(source, source)
+        if fmt.tokenizer_from in DERIVED:  # a stand-in derived from another test model
+            origin, derive = DERIVED[fmt.tokenizer_from]
+            derive(MODELS / origin, source)
+        else:
+            gunzip_tokenizer(source, source)
     folder = root / fmt.model
     folder.mkdir()
     (folder / "tokenizer.json").symlink_to(source / "tokenizer.json")

@@ -83,6 +83,15 @@ TEMPLATES: dict[str, str] = {
                    "</minimax:tool_call>"),
     "minimax_m3": (f'{M3}<tool_call>{M3}<invoke name="NAME">{M3}<a>VALUE{M3}</a>{M3}<o>{M3}<b>1'
                    f"{M3}</b>{M3}</o>{M3}</invoke>{M3}</tool_call>"),
+    # issue 19, JSON calls in a wrapper (branch i19-json)
+    "phi4_mini_json": ('functools[{"name": "NAME", "arguments": {"a": "VALUE", "n": 1}}, '
+                       '{"name": "NAME", "parameters": {}}]'),
+    "jamba": ('<tool_calls>[{"name": "NAME", "arguments": {"a": "VALUE", "n": 1}}, '
+              '{"arguments": {}, "name": "NAME"}]</tool_calls>'),
+    "internlm": ('<|action_start|><|plugin|>\n{"name": "NAME", "parameters": {"a": "VALUE", '
+                 '"n": 1}}<|action_end|>'),
+    "gigachat3": ('Sure.<|message_sep|>\n\nfunction call<|role_sep|>\n{"name": "NAME", '
+                  '"arguments": {"a": "VALUE", "n": 1}}'),
 }
 """One complete call per tool format, as the model writes it."""
 

@@ -50,9 +50,11 @@ COMPAT = json.loads((ROOT / "tests/fixtures/state-compat.json").read_text(encodi
 
 
 def test_the_marker_table_is_the_one_states_were_issued_with() -> None:
+    """Markers added since are appended: the indices states were issued with never change."""
     assert list(MARKUP[:34]) == COMPAT["markup"]
-    # i19-glm appends Hy3's <tool_calls>, </tool_calls>, <tool_sep> (renumbered on merging)
-    assert MARKUP[34:] == ("<tool_calls>", "</tool_calls>", "<tool_sep>")
+    assert MARKUP[34:] == ("<tool_calls>", "</tool_calls>", "<tool_sep>",  # issue 19: Hy3 (jamba)
+                           "<|action_start|>", "<|plugin|>", "<|action_end|>",  # InternLM2
+                           "<|message_sep|>", "<|role_sep|>", "<|function_call|>")  # GigaChat 3
 
 
 

@@ -17,13 +17,17 @@ from derender.core.registry import ServedModel, load_vocabulary, read_model_info
 from derender_testing.tokenizer_variants import (
     copy_tokenizer,
     derive_gemma4_standin,
+    derive_gigachat3_standin,
     derive_granite4_standin,
     derive_hy3_standin,
+    derive_internlm2_standin,
+    derive_jamba_standin,
     derive_kimi_standin,
     derive_llama31_tools,
     derive_mistral_tools,
     derive_mistral_tools_v3,
     derive_olmo3_standin,
+    derive_phi4_standin,
     gunzip_tokenizer,
 )
 
@@ -37,7 +41,8 @@ MODEL_NAMES = ("qwen3", "mistral-7b", "deepseek-v4", "gpt2", "llama3.1", "llama3
                "deepseek-v4-native", "deepseek-v4.1-native", "glm-4.5v", "glm-4.7-flash",
                "minimax-m2.7", "minimax-m3", "kimi-k2-standin", "gemma4-standin",
                "granite4-standin", "hy3-standin",
-               "olmo3-standin")
+               "olmo3-standin", "phi4-mini-standin", "jamba-standin",
+               "internlm2-standin", "gigachat3-standin")
 DERIVED = {"llama3.1-tools": ("llama3.1", derive_llama31_tools),
            "mistral-tools": ("mistral-7b", derive_mistral_tools),
            "mistral-tools-v3": ("mistral-7b", derive_mistral_tools_v3),
@@ -55,7 +60,11 @@ DERIVED = {"llama3.1-tools": ("llama3.1", derive_llama31_tools),
            "gemma4-standin": ("gemma3", derive_gemma4_standin),
            "granite4-standin": ("gpt2", derive_granite4_standin),
            "hy3-standin": ("gpt2", derive_hy3_standin),
-           "olmo3-standin": ("gpt2", derive_olmo3_standin)}
+           "olmo3-standin": ("gpt2", derive_olmo3_standin),
+           "phi4-mini-standin": ("gpt-oss", derive_phi4_standin),
+           "jamba-standin": ("gpt2", derive_jamba_standin),
+           "internlm2-standin": ("gpt2", derive_internlm2_standin),
+           "gigachat3-standin": ("gpt2", derive_gigachat3_standin)}
 """Test models whose tokenizer files are derived from another's (``tokenizer_variants``)."""
 
 

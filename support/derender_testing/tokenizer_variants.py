@@ -315,3 +315,93 @@ def derive_olmo3_standin(source: Path, target: Path) -> bool:
             "tokenizer_class": "PreTrainedTokenizerFast"})
 
     return derive(source, target, build)
+
+
+PHI4_SPECIAL = {199999: "<|endoftext|>", 200018: "<|endofprompt|>", 200019: "<|assistant|>",
+                200020: "<|end|>", 200021: "<|user|>", 200022: "<|system|>", 200023: "<|tool|>",
+                200024: "<|/tool|>", 200025: "<|tool_call|>", 200026: "<|/tool_call|>",
+                200027: "<|tool_response|>", 200028: "<|tag|>"}
+"""``phi4-mini-standin``: Phi-4-mini's vocabulary is o200k_base (ids 0-199997, as in
+``gpt-oss``'s ``o200k_harmony``) with these special tokens. 199999, 200018 and 200019-200023
+are confirmed by public sources; 200024-200028 are unverified. Harmony's own specials of
+199998 and 200000-200017 become ``<|standin_reserved_N|>`` (Phi-4-mini's names there are not
+known here). Phi-4-mini's ``tools_called`` markup, ``functools[``, is plain text."""
+PHI4_VOCAB_SIZE = 200_029
+
+
+def derive_phi4_standin(source: Path, target: Path) -> bool:
+    """``target``'s tokenizer files from ``source``'s (``gpt-oss``, gzipped): the stand-in
+    Phi-4-mini vocabulary (``PHI4_SPECIAL``). Deterministic; git-ignored."""
+    if not (source / "tokenizer.json").is_file() and not gunzip_tokenizer(source, source):
+        return False
+
+    def build(tokenizer: Any, config: Any) -> None:
+        base = [t for t in tokenizer["added_tokens"] if t["id"] < 199998]
+        added = [{"id": i, "content": PHI4_SPECIAL.get(i, f"<|standin_reserved_{i}|>"),
+                  "single_word": False, "lstrip": False, "rstrip": False,
+                  "normalized": False, "special": True}
+                 for i in range(199998, PHI4_VOCAB_SIZE)]
+        tokenizer["added_tokens"] = [*base, *added]
+        config.clear()
+        config.update({
+            "added_tokens_decoder": {str(t["id"]): {k: v for k, v in t.items() if k != "id"}
+                                     for t in added},
+            "bos_token": "<|endoftext|>", "eos_token": "<|endoftext|>",
+            "pad_token": "<|endoftext|>", "unk_token": "<|endoftext|>",
+            "clean_up_tokenization_spaces": False, "model_max_length": 131072,
+            "tokenizer_class": "PreTrainedTokenizerFast"})
+
+    return derive(source, target, build)
+
+
+JAMBA_ADDED = ("<tool_calls>", "</tool_calls>")
+"""``jamba-standin``: Jamba's own vocabulary (65,536 ids) cannot be had offline here (PyPI
+``ai21-tokenizer`` ships only J2's); the stand-in is GPT-2's (``gpt2``, byte-level BPE) with
+the two markers vLLM's ``jamba`` parser requires appended as added special tokens at
+50257-50258 (not Jamba's ids, which no offline source gives)."""
+
+
+def derive_jamba_standin(source: Path, target: Path) -> bool:
+    return derive_added_tokens(source, target, JAMBA_ADDED)
+
+
+INTERNLM2_BASE_SIZE = 92_538
+INTERNLM2_SPECIAL = {92538: "<|plugin|>", 92539: "<|interpreter|>", 92540: "<|action_end|>",
+                     92541: "<|action_start|>", 92542: "<|im_end|>", 92543: "<|im_start|>"}
+"""``internlm2-standin``: InternLM2's chat and tool special tokens at the ids InternLM2's
+tokenizer gives them (92,544 ids; from its published ``tokenizer_config.json``, recalled, not
+checked here: unverified). Its own SentencePiece vocabulary cannot be had offline, so the base
+below 92538 is GPT-2's (50,257 ids, ``<|endoftext|>`` 50256 kept) padded with unreachable
+``<|standin_pad_N|>`` entries, as ``kimi-k2-standin``."""
+
+
+def derive_internlm2_standin(source: Path, target: Path) -> bool:
+    """``target``'s tokenizer files from ``source``'s (GPT-2's): ``INTERNLM2_SPECIAL``."""
+    def build(tokenizer: Any, config: Any) -> None:
+        vocab = tokenizer["model"]["vocab"]
+        for token_id in range(len(vocab), INTERNLM2_BASE_SIZE):
+            vocab[f"<|standin_pad_{token_id}|>"] = token_id
+        added = [{"id": i, "content": name, "single_word": False, "lstrip": False,
+                  "rstrip": False, "normalized": False, "special": True}
+                 for i, name in sorted(INTERNLM2_SPECIAL.items())]
+        tokenizer["added_tokens"] = [*tokenizer["added_tokens"], *added]
+        config.clear()
+        config.update({
+            "added_tokens_decoder": {str(t["id"]): {k: v for k, v in t.items() if k != "id"}
+                                     for t in tokenizer["added_tokens"]},
+            "bos_token": "<|endoftext|>", "eos_token": "<|im_end|>", "unk_token": None,
+            "pad_token": None, "add_bos_token": False, "add_eos_token": False,
+            "clean_up_tokenization_spaces": False, "model_max_length": 32768,
+            "tokenizer_class": "PreTrainedTokenizerFast"})
+
+    return derive(source, target, build)
+
+
+GIGACHAT3_ADDED = ("<|message_sep|>", "<|role_sep|>", "<|function_call|>")
+"""``gigachat3-standin``: GigaChat 3's vocabulary is not available offline; the stand-in is
+GPT-2's with the markers vLLM's ``gigachat3`` parser reads appended as added special tokens at
+50257-50259 (not GigaChat's ids)."""
+
+
+def derive_gigachat3_standin(source: Path, target: Path) -> bool:
+    return derive_added_tokens(source, target, GIGACHAT3_ADDED)

@@ -199,6 +199,12 @@ MINIMAX_M3_NS = Marker(31, "]<]minimax[>[")
 MINIMAX_M3_THINK = (Marker(32, "<mm:think>"), Marker(33, "</mm:think>"))
 # i19-glm (issue 19): Hy3's call markers (the lead renumbers new markers when merging)
 HY3_CALLS = (Marker(34, "<tool_calls>"), Marker(35, "</tool_calls>"), Marker(36, "<tool_sep>"))
+# issue 19, JSON calls in a wrapper (i19-json): jamba's <tool_calls> is Hy3's marker
+JAMBA_CALLS = HY3_CALLS[0]
+INTERNLM_ACTION = (Marker(37, "<|action_start|>"), Marker(38, "<|plugin|>"),
+                   Marker(39, "<|action_end|>"))
+GIGACHAT3_MARKERS = (Marker(40, "<|message_sep|>"), Marker(41, "<|role_sep|>"),
+                     Marker(42, "<|function_call|>"))
 
 QWEN3_TOOLS = (TOOL_CALL, END_TOOL_CALL)
 QWEN3_REASONING = (THINK, END_THINK, TOOL_CALL, *CHATML)
@@ -253,6 +259,11 @@ TOOL_RECORDS: tuple[ToolRecord, ...] = (
          without_tools=_AS_CALLED),
     _own("gemma4", "gemma4", "FORMAT", 45, markers=GEMMA4_CALLS, under_none=True,
          without_tools=_DROPPED),
+    # issue 19, JSON calls in a wrapper (branch i19-json; tags 80-89)
+    _own("phi4_mini_json", "json_wrapped", "PHI4_FORMAT", 80),
+    _own("jamba", "json_wrapped", "JAMBA_FORMAT", 81, markers=(JAMBA_CALLS,)),
+    _own("internlm", "json_wrapped", "INTERNLM_FORMAT", 82, markers=INTERNLM_ACTION),
+    _own("gigachat3", "json_wrapped", "GIGACHAT3_FORMAT", 83, markers=GIGACHAT3_MARKERS),
     _engine("deepseek_v32", "dsml", "V32", 50, "deepseek_v32", markers=(DSML,), reads=_EVERY),
     _engine("deepseek_v4", "dsml", "V4", 51, "deepseek_v4", markers=(DSML, THINK, END_THINK),
             reads=_EVERY),
