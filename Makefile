@@ -63,7 +63,7 @@ typecheck: $(READY)
 # responsiveness, load) run alone, so no other test skews what they measure.
 TEST_WORKERS ?= auto
 unit: $(READY) $(LLAMA_TOKENIZER) $(MINIMAX_TOKENIZER) $(GEMMA_TOKENIZER)
-	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadgroup -m "not serial"
+	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadgroup -m "not serial" --durations=15
 	$(BIN)/pytest -p no:xdist -m serial
 
 ## Property tests with random draws and ten times the examples (`make test` derandomizes
