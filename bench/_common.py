@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import argparse
 import gc
 import os
 import platform
 import statistics
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -107,3 +109,31 @@ def time_interleaved(funcs: Sequence[Callable[[], object]], rounds: int, warmup:
     finally:
         gc.enable()
     return [[float(s) for s in column] for column in samples]
+
+
+def stream_summary(ratio: float, last: int, target: float, sizes: list[int]) -> None:
+    """The closing lines of a per-position stream benchmark (``engine_stream``,
+    ``pythonic_stream``): the last position against chunk 10, and the largest state."""
+    print()
+    print(f"Target: flat, chunk {last} / chunk 10 ≤ {target:g}×: {ratio:.2f}× → "
+          + ("met" if ratio <= target else "MISSED"))
+    top = max(sizes)
+    print()
+    print(f"Largest stream_state: {top} characters (chunk {sizes.index(top) + 1}); first 100 "
+          f"chunks {max(sizes[:100])}, last 100 {max(sizes[-100:])}.")
+    print()
+
+
+def run_formats(description: str, keys: Sequence[str],
+                run: Callable[[str, argparse.Namespace, Path], None]) -> None:
+    """The command line of a per-format stream benchmark: ``--only KEY``, ``--scale``,
+    ``--passes``; ``run(key, args, scratch folder)`` for each format asked."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--only", choices=sorted(keys))
+    parser.add_argument("--scale", type=float, default=1.0)
+    parser.add_argument("--passes", type=int, default=3)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        for key in keys:
+            if args.only in (None, key):
+                run(key, args, Path(tmp))

@@ -59,12 +59,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from _common import CORPUS, REPO, load_line, real_text_ids
+from _common import CORPUS, REPO, load_line, real_text_ids, run_formats, stream_summary
 from parser_stream import Folded
 from stream_chunks import Position, call, time_passes
 from tokenizers import Tokenizer
@@ -309,27 +308,12 @@ def run(fmt: Format, args: argparse.Namespace, root: Path) -> None:
         print(f"| {p.chunk} | {part} | `{p.piece!r}` | {p.med(0) / 1e3:.2f} "
               f"| {p.med(1) / 1e3:.2f} | {p.med(2) / 1e3:.2f} | {p.med(3) / 1e3:.2f} "
               f"| {p.med(3) / first.med(3):.2f}× |")
-    ratio = positions[-1].med(3) / first.med(3)
-    print()
-    print(f"Target: flat, chunk {POSITIONS[-1]} / chunk 10 ≤ {TARGET_FLAT:g}×: {ratio:.2f}× → "
-          + ("met" if ratio <= TARGET_FLAT else "MISSED"))
-    top = max(sizes)
-    print()
-    print(f"Largest stream_state: {top} characters (chunk {sizes.index(top) + 1}); first 100 "
-          f"chunks {max(sizes[:100])}, last 100 {max(sizes[-100:])}.")
-    print()
+    stream_summary(positions[-1].med(3) / first.med(3), POSITIONS[-1], TARGET_FLAT, sizes)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--only", choices=sorted(FORMATS))
-    parser.add_argument("--scale", type=float, default=1.0)
-    parser.add_argument("--passes", type=int, default=3)
-    args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
-        for key, fmt in FORMATS.items():
-            if args.only in (None, key):
-                run(fmt, args, Path(tmp))
+    run_formats(__doc__.split("\n")[0], list(FORMATS),
+                lambda key, args, tmp: run(FORMATS[key], args, tmp))
 
 
 if __name__ == "__main__":
