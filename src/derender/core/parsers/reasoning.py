@@ -140,10 +140,10 @@ FORMATS = {
     # DeepSeek V3/V3.1/V3.2: deepseek_r1's rules when the template kwargs turn thinking on
     # (``thinking`` or ``enable_thinking``; off by default), else none (``v3_thinking``)
     "deepseek_v3": ReasoningFormat("deepseek_v3", honours_switch=True),
-    # i19-qwenlike: Holo2, deepseek_v3's rules with its own switch (on by default,
+    # Holo2, deepseek_v3's rules with its own switch (on by default,
     # ``holo2_switch``) [4708, 4722, 4726, 4732, 4734]
     "holo2": ReasoningFormat("holo2", honours_switch=True),
-    # Tencent Hy3 (i19-glm): deepseek_r1's rules when reasoning_effort is set and not
+    # Tencent Hy3: deepseek_r1's rules when reasoning_effort is set and not
     # "no_think", else none (formats/hy.py ``thinking``) [4338-4353]
     "hy_v3": ReasoningFormat("hy_v3", honours_switch=True),
     "kimi_k2": ReasoningFormat("kimi_k2", ends_implicitly=("<|tool_calls_section_begin|>",),

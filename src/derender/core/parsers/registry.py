@@ -197,9 +197,9 @@ GEMMA4_CALLS = (Marker(26, "<|tool_call>"), Marker(27, "<tool_call|>"), Marker(2
 GEMMA4_CHANNEL = (Marker(29, "<|channel>"), Marker(30, "<channel|>"))
 MINIMAX_M3_NS = Marker(31, "]<]minimax[>[")
 MINIMAX_M3_THINK = (Marker(32, "<mm:think>"), Marker(33, "</mm:think>"))
-# i19-glm (issue 19): Hy3's call markers (the lead renumbers new markers when merging)
+# Hy3's call markers
 HY3_CALLS = (Marker(34, "<tool_calls>"), Marker(35, "</tool_calls>"), Marker(36, "<tool_sep>"))
-# issue 19, JSON calls in a wrapper (i19-json): jamba's <tool_calls> is Hy3's marker
+# JSON calls in a wrapper: Jamba's <tool_calls> is Hy3's marker, then InternLM2's and GigaChat 3's
 JAMBA_CALLS = HY3_CALLS[0]
 INTERNLM_ACTION = (Marker(37, "<|action_start|>"), Marker(38, "<|plugin|>"),
                    Marker(39, "<|action_end|>"))
@@ -228,16 +228,16 @@ _EVERY = Reads.EVERY_OUTPUT
 
 TOOL_RECORDS: tuple[ToolRecord, ...] = (
     _own("hermes", "hermes", "FORMAT", 0, aliases=("qwen3_json",), markers=QWEN3_TOOLS),
-    # i19-granite: Granite 4.0's <tool_call> JSON, text around the calls kept (hermes' machine)
+    # Granite 4.0's <tool_call> JSON, text around the calls kept (hermes' machine)
     _own("granite4", "hermes", "GRANITE4", 60, markers=QWEN3_TOOLS),
-    # i19-granite: granite-20b-functioncalling's <function_call> JSON, no closing tag
+    # granite-20b-functioncalling's <function_call> JSON, no closing tag
     _own("granite-20b-fc", "hermes", "GRANITE_20B_FC", 61),
-    # i19-granite: LongCat-Flash, hermes with <longcat_tool_call> tags
+    # LongCat-Flash, hermes with <longcat_tool_call> tags
     _own("longcat", "hermes", "LONGCAT", 62),
     _own("llama3_json", "llama3_json", "FORMAT", 1, aliases=("llama4_json",),
          markers=(PYTHON_TAG,)),
     _own("pythonic", "pythonic", "FORMAT", 2),
-    # i19-pythonic: the pythonic family's other names (state tags 70-79)
+    # the pythonic family's other names (state tags 70-79)
     _own("llama4_pythonic", "llama4_pythonic", "FORMAT", 70),
     _own("olmo3", "olmo3", "FORMAT", 71),
     _own("deepseek_v3", "deepseek", "V3", 20, markers=DEEPSEEK_CALLS),
@@ -254,12 +254,12 @@ TOOL_RECORDS: tuple[ToolRecord, ...] = (
          without_tools=_AS_CALLED),
     _own("seed_oss", "qwen3_coder", "SEED_OSS_FORMAT", 41, under_none=True,
          without_tools=_AS_CALLED),
-    # i19-qwenlike: step5 is qwen3_coder's grammar with the content before calls kept as written
+    # step5 is qwen3_coder's grammar with the content before calls kept as written
     _own("step5", "qwen3_coder", "STEP5_FORMAT", 100, markers=QWEN3_TOOLS, under_none=True,
          without_tools=_AS_CALLED),
     _own("gemma4", "gemma4", "FORMAT", 45, markers=GEMMA4_CALLS, under_none=True,
          without_tools=_DROPPED),
-    # issue 19, JSON calls in a wrapper (branch i19-json; tags 80-89)
+    # JSON calls in a wrapper (tags 80-89)
     _own("phi4_mini_json", "json_wrapped", "PHI4_FORMAT", 80),
     _own("jamba", "json_wrapped", "JAMBA_FORMAT", 81, markers=(JAMBA_CALLS,)),
     _own("internlm", "json_wrapped", "INTERNLM_FORMAT", 82, markers=INTERNLM_ACTION),
@@ -273,11 +273,11 @@ TOOL_RECORDS: tuple[ToolRecord, ...] = (
                                                          *GLM_ARGS), reads=_EVERY),
     _engine("glm47", "glm", "GLM47", 54, "glm", markers=(THINK, END_THINK, *QWEN3_TOOLS,
                                                          *GLM_ARGS), reads=_EVERY),
-    # i19-glm: Ling 3 (vLLM's Ling3Parser: GLM-4.7's engine config under its own class, so
+    # Ling 3 (vLLM's Ling3Parser: GLM-4.7's engine config under its own class, so
     # its own family: its reasoning parser is read by this record's machine)
     _engine("ling3", "glm", "LING3", 90, "ling3", markers=(THINK, END_THINK, *QWEN3_TOOLS,
                                                            *GLM_ARGS), reads=_EVERY),
-    # i19-glm: Tencent Hy3 (a legacy vLLM parser, read with GLM's argument grammar)
+    # Tencent Hy3 (a legacy vLLM parser, read with GLM's argument grammar)
     _engine("hy_v3", "hy", "HY3", 91, "hy_v3", markers=(*HY3_CALLS, *QWEN3_TOOLS, *GLM_ARGS),
             reads=Reads.WITH_CALLS),
     _engine("minimax_m2", "minimax", "M2", 55, "minimax_m2", markers=(THINK, END_THINK),
@@ -303,7 +303,7 @@ def _engine_reasoning(name: str, family: str, config: str, module: str, switch: 
 
 REASONING_RECORDS: tuple[ReasoningRecord, ...] = (
     _reasoning("qwen3", QWEN3_REASONING),
-    # i19-qwenlike: vLLM registers step5's reasoning parser as DeepSeekR1ReasoningParser
+    # vLLM registers step5's reasoning parser as DeepSeekR1ReasoningParser
     _reasoning("deepseek_r1", (THINK, END_THINK), aliases=("step5",), legacy=True),
     _reasoning("mimo", QWEN3_REASONING),
     _reasoning("step3p5", QWEN3_REASONING),
@@ -311,7 +311,7 @@ REASONING_RECORDS: tuple[ReasoningRecord, ...] = (
     _reasoning("nemotron_v3", QWEN3_REASONING),
     _reasoning("deepseek_v3", (THINK, END_THINK), thinking=Thinking.KWARGS,
                switch=Ref(_REASONING, "v3_switch")),
-    # i19-qwenlike: holo2 is deepseek_v3's format, thinking on unless the kwargs say otherwise
+    # holo2 is deepseek_v3's format, thinking on unless the kwargs say otherwise
     _reasoning("holo2", (THINK, END_THINK), thinking=Thinking.KWARGS,
                switch=Ref(_REASONING, "holo2_switch"), legacy=True),
     _reasoning("kimi_k2", (THINK, END_THINK, KIMI_CALLS[0])),
@@ -319,17 +319,17 @@ REASONING_RECORDS: tuple[ReasoningRecord, ...] = (
     _reasoning("minimax_m3", MINIMAX_M3_THINK, thinking=Thinking.KWARGS,
                switch=Ref(_F + "minimax", "m3_thinking")),
     _reasoning("mistral", (*MISTRAL_THINK, MISTRAL_CALLS[0])),
-    # i19-glm: deepseek_r1's rules, switched by reasoning_effort
+    # deepseek_r1's rules, switched by reasoning_effort
     _reasoning("hy_v3", (THINK, END_THINK), thinking=Thinking.KWARGS,
                switch=Ref(_F + "hy", "thinking")),
-    _reasoning("olmo3", (THINK, END_THINK)),  # i19-pythonic
+    _reasoning("olmo3", (THINK, END_THINK)),
     ReasoningRecord("gemma4", Machine.OWN, Ref(_F + "gemma4", "REASONING"),
                     markers=(*GEMMA4_CHANNEL, GEMMA4_CALLS[0])),
     _engine_reasoning("deepseek_v4", "deepseek_v4", "deepseek_v4", "dsml", "thinking"),
     _engine_reasoning("deepseek_v41", "deepseek_v41", "deepseek_v41", "dsml", "thinking"),
     _engine_reasoning("glm45", "glm", "glm45", "glm", "thinking"),
     _engine_reasoning("glm47", "glm", "glm47", "glm", "thinking"),
-    _engine_reasoning("ling3", "ling3", "ling3", "glm", "thinking"),  # i19-glm
+    _engine_reasoning("ling3", "ling3", "ling3", "glm", "thinking"),
     _engine_reasoning("minimax_m2", "minimax_m2", "minimax_m2", "minimax", "m2_thinking"),
     ReasoningRecord("openai_gptoss", Machine.HARMONY),
 )
