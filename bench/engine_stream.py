@@ -59,6 +59,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -193,7 +194,7 @@ def models_folder(root: Path, fmt: Format) -> Path:
             derive(MODELS / origin, source)
         else:
             gunzip_tokenizer(source, source)
-    folder = root / fmt.model
+    folder = Path(tempfile.mkdtemp(dir=root)) / fmt.model  # formats may share a model
     folder.mkdir()
     (folder / "tokenizer.json").symlink_to(source / "tokenizer.json")
     for name in ("tokenizer_config.json", "config.json", "generation_config.json"):
