@@ -132,7 +132,7 @@ FORMATS = {
                     "</think>\n<tool_calls>\n<tool_call>get_weather<tool_sep>\n<arg_key>city"
                     "</arg_key>\n<arg_value>Lisbon</arg_value>\n<arg_key>notes</arg_key>\n"
                     "<arg_value>", "</arg_value>\n</tool_call>\n</tool_calls>",
-                    (("reasoning_effort", "high"),)),
+                    kwargs=(("reasoning_effort", "high"),)),
     "minimax": Format("MiniMax M2", "minimax-m2.7", "minimax-m2.7", "minimax-m2.7",
                       "minimax_m2", 200020,
                       '</think>\n\n<minimax:tool_call>\n<invoke name="get_weather">\n'
