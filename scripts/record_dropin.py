@@ -1,7 +1,7 @@
 """Record issue 21's behaviours from the real vLLM 0.33.0 render server (cases 2000-2299).
 
-    PEER_HOME=/root/vllm-peer .venv/bin/python scripts/record_dropin.py tools [PORT [MODULE:KEY...]]
-    PEER_HOME=/root/vllm-peer .venv/bin/python scripts/record_dropin.py others [PORT]
+    PEER_HOME=$HOME/vllm-peer .venv/bin/python scripts/record_dropin.py tools [PORT [MODULE:KEY...]]
+    PEER_HOME=$HOME/vllm-peer .venv/bin/python scripts/record_dropin.py others [PORT]
 
 ``tools`` (2000-…): for every tool format's server (the servers of ``tool_cases/*.py``), the
 output its own "no tools" recording used, in a request without ``tools``, with
