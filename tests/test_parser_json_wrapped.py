@@ -41,16 +41,6 @@ WEATHER = {"type": "function", "function": {
 MESSAGES = [{"role": "user", "content": "What's the weather in Paris?"}]
 
 
-def encoded(model: str, parts: list[int | str]) -> list[int]:
-    """An output drawn as parts: marker ids as they are, text encoded with ``model``'s
-    tokenizer."""
-    ids: list[int] = []
-    for part in parts:
-        ids += [part] if isinstance(part, int) else tokenizer(model).encode(
-            part, add_special_tokens=False).ids
-    return ids
-
-
 def read(text: str, context: ToolContext = AUTO, size: int = 0) -> tuple[str, list[list[str]]]:
     """Content and calls of the machine fed ``text`` whole (or in pieces of ``size``)."""
     pieces = [text[i:i + size] for i in range(0, len(text), size)] if size else [text]
@@ -318,7 +308,10 @@ def test_any_split_of_a_jamba_output_folds_to_the_message(jamba: Any,
                                                           data: st.DataObject) -> None:
     parts = data.draw(jamba_outputs(), label="output")
     request = data.draw(requests(MESSAGES, [WEATHER]), label="chat_request")
-    ids = encoded(JAMBA, parts)
+    ids: list[int] = []
+    for part in parts:
+        ids += [part] if isinstance(part, int) else tokenizer(JAMBA).encode(
+            part, add_special_tokens=False).ids
     run_both(jamba, JAMBA, [*ids, JEOS], "stop", [1], request, data)
 
 
@@ -422,7 +415,10 @@ def test_any_split_of_an_internlm_output_folds_to_the_message(internlm: Any,
                                                               data: st.DataObject) -> None:
     parts = data.draw(internlm_outputs(), label="output")
     request = data.draw(requests(MESSAGES, [WEATHER]), label="chat_request")
-    ids = encoded(INTERNLM, parts)
+    ids: list[int] = []
+    for part in parts:
+        ids += [part] if isinstance(part, int) else tokenizer(INTERNLM).encode(
+            part, add_special_tokens=False).ids
     run_both(internlm, INTERNLM, [*ids, IEOS], "stop", [1], request, data)
 
 
@@ -513,7 +509,10 @@ def test_any_split_of_a_gigachat3_output_folds_to_the_message(gigachat3: Any,
                                                               data: st.DataObject) -> None:
     parts = data.draw(gigachat3_outputs(), label="output")
     request = data.draw(requests(MESSAGES, [WEATHER]), label="chat_request")
-    ids = encoded(GIGA, parts)
+    ids: list[int] = []
+    for part in parts:
+        ids += [part] if isinstance(part, int) else tokenizer(GIGA).encode(
+            part, add_special_tokens=False).ids
     run_both(gigachat3, GIGA, [*ids, GEOS], "stop", [1], request, data)
 
 
