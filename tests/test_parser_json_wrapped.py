@@ -24,7 +24,13 @@ from derender.core.parsers.registry import MARKUP, TOOLS_BY_TAG
 from derender.core.parsers.tools import ToolContext
 from derender.core.state.codec import Reader, Writer
 from derender_testing.models import tokenizer
-from derender_testing.tool_streams import check_round_trips, feed_all, requests, run_both
+from derender_testing.tool_streams import (
+    check_round_trips,
+    every_split,
+    feed_all,
+    requests,
+    run_both,
+)
 
 PHI4 = "phi4-mini-standin"
 END = 200020
@@ -483,6 +489,21 @@ def test_gigachat3_where_we_differ() -> None:  # 3963, 3977, 3981 (README row)
     assert gread(SEP + FUNC + CALL + " and more") == ("", [["get_weather", PARIS]])
     assert gread(SEP + FUNC + '{"name": "get_weather", "arguments": {"city": "Pa') == (
         "", [["get_weather", '{"city": "Pa']])
+
+
+def test_gigachat3_whitespace_before_the_separator_goes_with_the_call() -> None:
+    """Whitespace alone before the separator is no content when a call follows (README rows:
+    whitespace before the first call, ``gigachat3``), however the text is split: a stream cut
+    right after the separator once sent the newline before it."""
+    text = "\n" + SEP + "\n\n" + FUNC + CALL
+    for size in range(1, len(text) + 1):
+        pieces = [text[:size], text[size:], ""]
+        assert feed_all(GFMT, pieces, GAUTO, names_first=True) == (
+            "", [["get_weather", PARIS]]), size
+    assert set(map(repr, every_split(GFMT, text, GAUTO))) == {
+        repr(("", [["get_weather", PARIS]]))}
+    spoken = "\n" + SEP + "\n\nAnything else?"
+    assert {repr(r) for r in every_split(GFMT, spoken, GAUTO)} == {repr((spoken, []))}
 
 
 @pytest.fixture(scope="module")

@@ -197,6 +197,8 @@ def feed(wrapper: Wrapper, state: W, text: str, final: bool, context: ToolContex
             if found is None:
                 at = None if final or not sep else _sep_hold(buffer, sep, openers)
                 if at is not None:  # a separator that may precede a call: held
+                    if not leads_content(buffer[:at], spoke):
+                        at = 0  # with the whitespace before it, dropped if a call follows
                     content.append(buffer[:at])
                     spoke = spoke or bool(buffer[:at].strip())
                     held = buffer[at:]
