@@ -152,9 +152,11 @@ PAIRS: tuple[tuple[str | None, str | None], ...] = (
     ("deepseek_v4", "deepseek_v4"), ("deepseek_v41", "deepseek_v41"), ("glm47", "glm47"),
     ("minimax_m2", "minimax_m2"), ("minimax_m3", "minimax_m3"), ("step5", "step5"),
     ("holo2", "hermes"), ("ling3", "ling3"), ("hy_v3", "hy_v3"),
+    ("glm47", "hermes"), ("deepseek_v4", "qwen3_coder"), ("minimax_m2", "pythonic"),
 )
 """(reasoning parser, tool parser) pairings: every tool format and every reasoning parser
-alone, and each family's own pairing (step3p5 and nemotron_v3 with qwen3_coder, issue 22)."""
+alone, and each family's own pairing (step3p5 and nemotron_v3 with qwen3_coder, issue 22),
+and engine reasoning parsers with another family's tool parser (two machines, issue 19)."""
 
 _MARKUP = re.compile(r"<[^<>]{1,40}>|\[[A-Z_/]+\]|\]<\]minimax\[>\[|<\|\"\|>")
 

@@ -544,6 +544,20 @@ MESSAGE_DIFFERENCES.update({_case_name(n): ours for n, ours in (
     (4720, (None, [("get_weather", "{city: Paris}")], "tool_calls")),
 )})
 
+# An engine format's reasoning parser with another family's tool parser (8200-8309): the
+# tool parser's own rows apply to what the engine leaves as content. hermes under "required"
+# and named (README: JSON-schema output is parsed); qwen3_coder's stripped content (README:
+# whitespace before the text stays) and its streams as written; whitespace between </think>
+# and a hermes call streamed as content (README: streaming vs non-streaming)
+_PARIS = ("get_weather", {"city": "Paris"})
+MESSAGE_DIFFERENCES.update({_case_name(n): ours for n, ours in (
+    (8214, ("", [_PARIS], "tool_calls")), (8216, ("", [_PARIS], "stop")),
+    (8258, ("", [_PARIS], "tool_calls")), (8260, ("", [_PARIS], "stop")),
+    (8290, ("\n\nLet me check the weather for you.", [_WEATHER], "tool_calls")),
+)})
+STREAM_AS_MESSAGE.update({_case_name(n): _case_name(n - 1) for n in (
+    8215, 8217, 8225, 8243, 8245, 8251, 8259, 8261, 8291)})
+
 # Under VLLM_ENFORCE_STRICT_TOOL_CALLING=1 vLLM leaves JSON-schema output of tool_choice
 # "required" in content; we parse it, as its non-strict recordings do.
 JSON_TOOL_OUTPUT = {"072-parser-chat-required_json"}
@@ -861,6 +875,7 @@ ISSUE_19_20: dict[tuple[int, int], tuple[int, str]] = {
     (3800, 4199): (49 + 57 + 49 + 47, "phi4_mini_json, jamba, internlm, gigachat3"),
     (4200, 4599): (74 + 74, "ling3 4200-4273, hy_v3 4280-4353"),
     (4600, 4999): (84 + 58, "step5, holo2"),
+    (8200, 8399): (110, "an engine format's reasoning parser with another family's tool parser"),
 }
 """The recordings of issues 19 and 20 by number range: how many cases, of which names."""
 

@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -28,6 +29,7 @@ from derender.core.parsers.formats import hermes, llama3_json, pythonic
 from derender.core.parsers.reasoning import ReasoningState
 from derender.core.parsers.registry import TOOL_RECORDS, TOOLS_BY_TAG, Machine
 from derender.core.parsers.tools import ToolContext
+from derender.core.state.codec import Reader
 from derender.core.state.stream import StreamState, decode_state, encode_state
 from derender_testing.models import tokenizer
 from derender_testing.tool_streams import (
@@ -37,6 +39,8 @@ from derender_testing.tool_streams import (
     requests,
     run_both,
 )
+from tests.cost_cases import settings as cost_settings
+from tests.cost_cases import start as cost_start
 from tests.test_parser_properties import PROPS, json_strings, json_text, json_values
 from tests.test_state_fuzz import fields_of, leb128
 
@@ -102,12 +106,18 @@ def test_engine_formats_pair_with_their_family() -> None:
              # hy_v3 (issue 19): an ordinary reasoning parser reads first, as minimax_m3's
              ("hy_v3", "hy_v3"): "foreign", (None, "hy_v3"): "tools", ("hy_v3", None): None,
              ("hy_v3", "glm47"): "foreign", ("qwen3", "hy_v3"): "foreign"}
-    for pair, mode in modes.items():
+    # an engine reasoning parser with another family's tool parser (cases 8200-8309): the
+    # engine reads the reasoning first (front), then the tool parser, an engine one as after
+    # any other family's reasoning parser
+    fronts = {("glm45", "hermes"): None, ("deepseek_v4", "deepseek_v41"): "foreign",
+              ("deepseek_v4", "glm45"): "foreign", ("glm47", "deepseek_v32"): "foreign",
+              ("ling3", "glm47"): "foreign", ("glm47", "ling3"): "foreign",
+              ("minimax_m2", "pythonic"): None}
+    for pair, mode in {**modes, **fronts}.items():
         assert parsers.pairing_error(*pair) is None, pair
         assert parsers.engine_mode(*pair) == mode, pair
-    for pair in [("deepseek_v4", "deepseek_v41"), ("glm45", "hermes"), ("deepseek_v4", "glm45"),
-                 ("glm47", "deepseek_v32"), ("ling3", "glm47"), ("glm47", "ling3")]:
-        assert parsers.pairing_error(*pair) is not None, pair
+        assert parsers.front(*pair) == (
+            parsers.REASONING_BY_NAME[pair[0]].reasoning_config if pair in fronts else None)
 
 
 def test_a_state_of_another_format_is_refused() -> None:
@@ -163,6 +173,34 @@ def test_the_stream_state_carries_the_format_tag() -> None:
             forged = head + leb128(parser[0] & 63 | other << 6) + parser[1:]
             with pytest.raises(BadRequestError, match="malformed"):
                 decode_state(forged)
+
+
+def test_a_front_engine_state_follows_the_tool_state() -> None:
+    """An engine reasoning parser with another family's tool parser (``ParserState.front``):
+    the engine's tag and state follow the tool format's, flagged above the 14 tag bits (a
+    state issued without a front never sets that bit, so its bytes are unchanged); a front
+    naming a format that is no engine, or unknown flag bits, are malformed."""
+    settings_ = cost_settings("glm47", "hermes")
+    assert settings_.front == "glm47" and settings_.tool_format == "hermes"
+    start = cost_start(settings_)
+    _, parser = parsers.feed(settings_, start, "Let me think <tool_call>{\"na", False)
+    assert parser.front is not None and parser.front_tag == parsers.tag_of("glm47")
+    state = StreamState(fingerprint=b"0123456789abcdef", issued_at=1, parser=parser)
+    assert decode_state(encode_state(state)) == state
+    reader = Reader(fields_of(state)["parser"])
+    flags = reader.uint()
+    body = fields_of(state)["parser"][reader.pos:]
+    assert flags >> 20 == 1 and flags >> 6 & (2**14 - 1) == parsers.tag_of("hermes")
+    alone = replace(state, parser=replace(parser, front=None, front_tag=None))
+    assert Reader(fields_of(alone)["parser"]).uint() == flags & (2**20 - 1)
+    head = b"".join(v for k, v in fields_of(state).items() if k != "parser")
+    for bad in (flags | 1 << 21, flags | 1 << 40):
+        with pytest.raises(BadRequestError, match="malformed"):
+            decode_state(head + leb128(bad) + body)
+    not_an_engine = replace(parser, front=hermes.FORMAT.start(),
+                            front_tag=parsers.tag_of("hermes"))
+    with pytest.raises(BadRequestError, match="malformed"):
+        decode_state(encode_state(replace(state, parser=not_an_engine)))
 
 
 # --------------------------------------------------------------------------- split invariance

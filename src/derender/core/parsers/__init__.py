@@ -136,6 +136,7 @@ def load(reasoning_parser: str | None, tool_parser: str | None) -> None:
         reasoning_format(own.name)
     if own is not None and own.reasoning_config:
         engine_config(own.reasoning_config)
+        tool_format(own.reasoning_config)
     for ref in (own.switch if own else None, tool.call_id if tool else None,
                 tool.older_grammar if tool else None):
         if ref is not None:
@@ -155,17 +156,23 @@ def harmony_tokens(vocab: Vocabulary) -> object:
 
 
 def pairing_error(reasoning_parser: str | None, tool_parser: str | None) -> str | None:
-    """Why a pair of parsers cannot serve a model (None: it can). An engine format's reasoning
-    parser serves with its family's tool parser (one machine reads both) or alone; an engine
-    tool parser with any reasoning parser (another family's reads first, then the engine the
-    content) or alone."""
+    """Why a pair of parsers cannot serve a model (None: it can). Every pair served can, as in
+    vLLM: an engine format's reasoning parser with its family's tool parser is one machine;
+    with another family's, the engine reads the reasoning first (``front``), then that tool
+    parser the content; an engine tool parser after another family's reasoning parser reads
+    as ``FOREIGN``."""
+    reasoning_record(reasoning_parser), tool_record(tool_parser)  # KeyError: not served
+    return None
+
+
+def front(reasoning_parser: str | None, tool_parser: str | None) -> str | None:
+    """The engine record reading an engine format's reasoning before another family's tool
+    parser (vLLM's ``DelegatingParser`` with the engine's tool parsing switched off); None:
+    the pair needs no such first machine."""
     own, tool = reasoning_record(reasoning_parser), tool_record(tool_parser)
     if (own is not None and own.machine is Machine.ENGINE and tool is not None
             and own.family != tool.family):
-        family = sorted(n for r in TOOLS_BY_NAME.values() if r.family == own.family
-                        for n in r.names)
-        return (f"reasoning parser {reasoning_parser!r} is read by its family's tool parser "
-                f"({', '.join(sorted(set(family)))}) and serves only with it or alone")
+        return own.reasoning_config
     return None
 
 
@@ -178,7 +185,7 @@ def engine_mode(reasoning_parser: str | None, tool_parser: str | None) -> str | 
     own, tool = reasoning_record(reasoning_parser), tool_record(tool_parser)
     engine_reasoning = own is not None and own.machine is Machine.ENGINE
     if tool is not None and tool.machine is Machine.ENGINE:
-        if engine_reasoning:
+        if engine_reasoning and own is not None and own.family == tool.family:
             return BOTH
         return FOREIGN if reasoning_parser is not None else TOOLS
     if engine_reasoning and tool_parser is None:
@@ -223,6 +230,9 @@ class ParserSettings:
     in reasoning)."""
     engine_mode: str = BOTH
     """What an engine format reads (``engine_mode``)."""
+    front: str | None = None
+    """An engine record reading the reasoning before ``tool_format`` reads the content
+    (``front``: an engine format's reasoning parser with another family's tool parser)."""
 
     @property
     def spelling(self) -> dict[str, str]:
@@ -250,6 +260,9 @@ class ParserState:
     tool_tag: int | None = None
     """The tag of the format ``tools`` belongs to (its record's): the stream state stores it,
     and a state is only ever read by that format."""
+    front: ToolState | None = None
+    """The state of the engine reading the reasoning first (``ParserSettings.front``)."""
+    front_tag: int | None = None
 
 
 def template_kwargs(request: ChatRequest) -> dict[str, Any]:
@@ -296,6 +309,7 @@ class _Pair:
     fmt: ReasoningFormat | None
     switch: Callable[[dict[str, Any]], bool] | None
     older_grammar: Callable[[Callable[[str], bool]], bool] | None
+    front: str | None
 
 
 @functools.cache
@@ -308,7 +322,8 @@ def _pair(reasoning_parser: str | None, tool_parser: str | None) -> _Pair:
         reasoning_format(own.name) if own is not None and own.format is not None else None,
         own.switch.load() if own is not None and own.thinking is Thinking.KWARGS
         and own.switch is not None else None,
-        tool.older_grammar.load() if tool is not None and tool.older_grammar else None)
+        tool.older_grammar.load() if tool is not None and tool.older_grammar else None,
+        front(reasoning_parser, tool_parser))
 
 
 def parser_settings(reasoning_parser: str | None, tool_parser: str | None,
@@ -346,8 +361,11 @@ def parser_settings(reasoning_parser: str | None, tool_parser: str | None,
         # the engine reads every output: without tools its calls are dropped, under "none"
         # hidden with their markup
         tools, keep = True, bool(request.tools) and (forced or choice == "auto")
-    elif mode == REASONING_ONLY and own is not None:
-        tool_parser, tools, keep = own.reasoning_config, True, False
+    first = pair.front if tools else None
+    if (mode == REASONING_ONLY or (pair.front and first is None)) and own is not None:
+        # the engine reads the reasoning alone (and with another family's tool parser when
+        # that reads nothing: its front machine is all there is)
+        tool_parser, tools, keep, mode = own.reasoning_config, True, False, REASONING_ONLY
     fmt = pair.fmt
     on = (pair.switch(template_kwargs(request)) if pair.switch is not None
           else template_thinking(request))
@@ -365,6 +383,7 @@ def parser_settings(reasoning_parser: str | None, tool_parser: str | None,
         force_content=forces_content(request), as_called=as_called,
         engine_thinking=engine_reasoning and thinking,
         engine_mode=mode or BOTH,
+        front=first,
     )
 
 
@@ -387,11 +406,17 @@ def start(settings: ParserSettings, vocab: Vocabulary, prompt_ids: Sequence[int]
                              settings.engine_thinking, settings.engine_mode)
     elif tool is not None:
         tools = tool_format(tool.name).start()
+    first: ToolState | None = None
+    if settings.front is not None:
+        from derender.core.parsers import engine  # noqa: PLC0415 (only when served)
+        first = engine.start(tool_format(settings.front), engine_config(settings.front),
+                             settings.engine_thinking, REASONING_ONLY)
     return ParserState(
         reasoning=None if fmt is None else reasoning.start(fmt, vocab, prompt_ids,
                                                            settings.thinking,
                                                            settings.force_content),
         tools=tools, tool_tag=None if tools is None or tool is None else tool.tag,
+        front=first, front_tag=None if settings.front is None else tag_of(settings.front),
     )
 
 
@@ -429,6 +454,16 @@ def feed(settings: ParserSettings, state: ParserState, text: str, final: bool
     """Reasoning, content and tool-call deltas of new text."""
     spell = settings.spelling
     thought, content = "", text
+    first = state.front
+    if settings.front is not None:  # the engine reads the reasoning, the rest is content
+        engine = tool_format(settings.front)
+        if (first is None or state.front_tag != tag_of(settings.front)
+                or engine.feed_reasoning is None or not isinstance(first, engine.state_type)):
+            raise BadRequestError(OTHER_FORMAT)
+        thought, content, _, first = engine.feed_reasoning(first, text, final,
+                                                           ToolContext(spell=spell))
+    elif first is not None:
+        raise BadRequestError(OTHER_FORMAT)
     reasoning_state = state.reasoning
     if settings.reasoning is not None and reasoning_state is not None:
         split, reasoning_state = reasoning.feed(settings.reasoning, reasoning_state, text, final,
@@ -456,7 +491,8 @@ def feed(settings: ParserSettings, state: ParserState, text: str, final: bool
     delta = ParsedDelta((thought if settings.include_reasoning else "").translate(RESTORE_MARKUP),
                         content.translate(RESTORE_MARKUP), calls)
     return delta, ParserState(reasoning_state, tool_state, state.calls_kept or bool(calls),
-                              tool_tag=state.tool_tag if tool_state is not None else None)
+                              tool_tag=state.tool_tag if tool_state is not None else None,
+                              front=first, front_tag=state.front_tag if first is not None else None)
 
 
 def tool_call_id(request_id: str, choice_index: int, call_index: int,

@@ -97,8 +97,11 @@ def encode_state(state: StreamState) -> bytes:
 
 
 _PARSER, _CALLS_KEPT, _REASONING, _IN_REASONING, _TOOLS, _HARMONY = 1, 2, 4, 8, 16, 32
-_TAG_SHIFT = 6
+_TAG_SHIFT, _TAG_BITS = 6, 14
 """The parser flags; above them the tool-call format's tag."""
+_FRONT = 1 << (_TAG_SHIFT + _TAG_BITS)
+"""Above the tag: the state of an engine reading the reasoning first follows, after its tag
+(``ParserState.front``; states issued before it never set this bit)."""
 
 
 def _encode_parser(w: Writer, parser: ParserState | None) -> None:
@@ -109,14 +112,22 @@ def _encode_parser(w: Writer, parser: ParserState | None) -> None:
     record = None if tag is None else TOOLS_BY_TAG.get(tag)
     if (tools is None) != (record is None):
         raise ValueError("a tool-call state needs its format's tag")
+    first = parser.front
+    front = None if parser.front_tag is None else TOOLS_BY_TAG.get(parser.front_tag)
+    if (first is None) != (front is None) or (tag is not None and tag >> _TAG_BITS):
+        raise ValueError("a front engine's state needs its format's tag")
     w.uint(_PARSER | (_CALLS_KEPT if parser.calls_kept else 0)
            | (0 if thought is None else _REASONING | (_IN_REASONING if thought.reasoning else 0))
            | (0 if tag is None else _TOOLS | tag << _TAG_SHIFT)
-           | (0 if parser.harmony is None else _HARMONY))
+           | (0 if parser.harmony is None else _HARMONY)
+           | (0 if first is None else _FRONT))
     if thought is not None:
         reasoning.encode(thought, w)
     if record is not None and tools is not None:
         tool_format(record.name).write(tools, w)
+    if front is not None and first is not None and parser.front_tag is not None:
+        w.uint(parser.front_tag)
+        tool_format(front.name).write(first, w)
     if parser.harmony is not None:
         from derender.core.parsers.formats import harmony  # noqa: PLC0415 (only for gpt-oss)
         harmony.encode(parser.harmony, w)
@@ -128,19 +139,28 @@ def _decode_parser(r: Reader) -> ParserState | None:
         return None
     thought = reasoning.decode(bool(flags & _IN_REASONING), r) if flags & _REASONING else None
     tools, tag = None, None
+    if flags >> (_TAG_SHIFT + _TAG_BITS) & ~1:
+        raise ValueError("unknown parser flags")
     if flags & _TOOLS:
-        tag = flags >> _TAG_SHIFT
+        tag = flags >> _TAG_SHIFT & ((1 << _TAG_BITS) - 1)
         record = TOOLS_BY_TAG.get(tag)
         if record is None:
             raise ValueError("unknown tool-call format")
         tools = tool_format(record.name).decode(r)
-    elif flags >> _TAG_SHIFT:
+    elif flags >> _TAG_SHIFT & ((1 << _TAG_BITS) - 1):
         raise ValueError("a tool-call format without its state")
+    first, front_tag = None, None
+    if flags & _FRONT:
+        front_tag = r.uint()
+        front = TOOLS_BY_TAG.get(front_tag)
+        if front is None or front.config is None:
+            raise ValueError("unknown front engine")
+        first = tool_format(front.name).decode(r)
     machine = None
     if flags & _HARMONY:
         from derender.core.parsers.formats import harmony  # noqa: PLC0415 (only for gpt-oss)
         machine = harmony.decode(r)
-    return ParserState(thought, tools, bool(flags & _CALLS_KEPT), machine, tag)
+    return ParserState(thought, tools, bool(flags & _CALLS_KEPT), machine, tag, first, front_tag)
 
 
 def decode_state(payload: bytes) -> StreamState:
