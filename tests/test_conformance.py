@@ -883,7 +883,7 @@ ISSUE_19_20: dict[tuple[int, int], tuple[int, str]] = {
 def test_every_case_is_accounted_for() -> None:
     """The corpus is complete (the edge cases are 1500-1557; the drop-in cases 2000-2299;
     stop strings over markup and GLM-5.x 2300-2377; non-finite numbers 2900-2928; issue 19's
-    and 20's names 3000-4999, by range in ``ISSUE_19_20``), each
+    and 20's names and pairs 3000-8399, by range in ``ISSUE_19_20``), each
     replayed, deviating on purpose, or pending by subject (``NOT_MATCHED_YET``)."""
     edge_cases = [p for p in CASES if 1500 <= int(p.name.split("-")[0]) <= 1557]
     assert len(edge_cases) == 58
