@@ -340,6 +340,13 @@ STREAM_AS_MESSAGE.update({_case_name(n): _case_name(n - 1) for n in (
 # one. The message strips the markers, or keeps the whole output as content.
 STREAM_AS_MESSAGE.update({_case_name(n): _case_name(n - 1) for n in (
     3415, 3417, 3419, 3421, 3423, 3433, 3435, 3439, 3441, 3443, 3451, 3457, 3461)})
+# hy_v4 (glm2, docs/vllm-compat/hy.md): vLLM streams calls as they come, not strictly (a
+# faulty, unclosed or cut-off block streams calls or drops its text; the message is the whole
+# output as content), whitespace alone before the block and "\n" after </think> as content,
+# a second block's calls, and reasoning opened by a <think> in the output keeps its "\n\n".
+STREAM_AS_MESSAGE.update({_case_name(n): _case_name(n - 1) for n in (
+    6221, 6225, 6229, 6231, 6233, 6235, 6237, 6239, 6241, 6243, 6245, 6247, 6251, 6253, 6267,
+    6281, 6285)})
 # ... and its messages where we differ as for pythonic (155, 160, README compatibility): text
 # after the "]" dropped; a later unreadable call keeps the calls before it; the model's list
 # read under tool_choice "required" and a named choice.
@@ -861,6 +868,7 @@ ISSUE_19_20: dict[tuple[int, int], tuple[int, str]] = {
     (3800, 4199): (49 + 57 + 49 + 47, "phi4_mini_json, jamba, internlm, gigachat3"),
     (4200, 4599): (74 + 74, "ling3 4200-4273, hy_v3 4280-4353"),
     (4600, 4999): (84 + 58, "step5, holo2"),
+    (6200, 6599): (100, "hy_v4 6200-6299"),
 }
 """The recordings of issues 19 and 20 by number range: how many cases, of which names."""
 
