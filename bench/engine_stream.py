@@ -180,6 +180,13 @@ FORMATS = {
                     "<arg_key:opensource>notes</arg_key:opensource><arg_value:opensource>",
                     "</arg_value:opensource>\n</tool_call:opensource>\n"
                     "</tool_calls:opensource>"),
+    # poolside_v1 (issue 19, branch glm2): thinking by the kwargs, each call held whole
+    "poolside_v1": Format("Laguna", "poolside-standin", "poolside-standin", "poolside-standin",
+                          "poolside_v1", 50256,
+                          "</think>\n<tool_call>get_weather\n<arg_key>city</arg_key>\n"
+                          "<arg_value>Lisbon</arg_value>\n<arg_key>notes</arg_key>\n"
+                          "<arg_value>", "</arg_value>\n</tool_call>",
+                          kwargs=(("thinking", "true"),)),
 }
 FORMATS["holo2"] = Format("Holo2", "qwen3", "qwen3", "qwen3", "qwen3_coder", 151645,
                           FORMATS["step5"].head, FORMATS["step5"].tail, reasoning_parser="holo2",

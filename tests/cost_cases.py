@@ -97,6 +97,9 @@ TEMPLATES: dict[str, str] = {
               "</arg_key:opensource><arg_value:opensource>VALUE</arg_value:opensource>\n"
               "<arg_key:opensource>n</arg_key:opensource><arg_value:opensource>1"
               "</arg_value:opensource>\n</tool_call:opensource>\n</tool_calls:opensource>"),
+    # poolside Laguna (branch glm2): each call held whole
+    "poolside_v1": ("<tool_call>NAME\n<arg_key>a</arg_key>\n<arg_value>VALUE</arg_value>\n"
+                    "<arg_key>n</arg_key>\n<arg_value>1</arg_value>\n</tool_call>"),
 }
 """One complete call per tool format, as the model writes it."""
 
@@ -135,6 +138,7 @@ PARAMETERS["hy_v4"] = ("<tool_calls:opensource><tool_call:opensource>f",  # glm2
                        "<arg_key:opensource>a</arg_key:opensource><arg_value:opensource>x"
                        "</arg_value:opensource>",
                        "<arg_key:opensource>a</arg_key:opensource><arg_value:opensource>x")
+PARAMETERS["poolside_v1"] = ("<tool_call>f\n", *PARAMETERS["glm47"][1:])  # glm2
 
 THINK = "<think>reasoning VALUE</think>\n\n"
 REASONING_TEMPLATES: dict[str, str] = {
@@ -150,6 +154,7 @@ REASONING_TEMPLATES: dict[str, str] = {
     "minimax_m2": THINK + "<minimax:tool_call>",
     "olmo3": "<think>reasoning VALUE</think>answer",
     "hy_v4": "<think:opensource>reasoning VALUE</think:opensource>\n\n",  # glm2
+    "poolside_v1": THINK,  # glm2
 }
 """Text each reasoning parser reads markers in."""
 
@@ -162,7 +167,7 @@ PAIRS: tuple[tuple[str | None, str | None], ...] = (
     ("deepseek_v4", "deepseek_v4"), ("deepseek_v41", "deepseek_v41"), ("glm47", "glm47"),
     ("minimax_m2", "minimax_m2"), ("minimax_m3", "minimax_m3"), ("step5", "step5"),
     ("holo2", "hermes"), ("ling3", "ling3"), ("hy_v3", "hy_v3"),
-    ("hy_v4", "hy_v4"),  # glm2
+    ("hy_v4", "hy_v4"), ("poolside_v1", "poolside_v1"),  # glm2
 )
 """(reasoning parser, tool parser) pairings: every tool format and every reasoning parser
 alone, and each family's own pairing (step3p5 and nemotron_v3 with qwen3_coder, issue 22)."""

@@ -29,6 +29,7 @@ from derender_testing.tokenizer_variants import (
     derive_mistral_tools_v3,
     derive_olmo3_standin,
     derive_phi4_standin,
+    derive_poolside_standin,
     gunzip_tokenizer,
 )
 
@@ -45,7 +46,7 @@ MODEL_NAMES = ("qwen3", "mistral-7b", "deepseek-v4", "gpt2", "llama3.1", "llama3
                "olmo3-standin", "phi4-mini-standin", "jamba-standin",
                "internlm2-standin", "gigachat3-standin",
                # glm2
-               "hy4-standin")
+               "hy4-standin", "poolside-standin")
 DERIVED = {"llama3.1-tools": ("llama3.1", derive_llama31_tools),
            "mistral-tools": ("mistral-7b", derive_mistral_tools),
            "mistral-tools-v3": ("mistral-7b", derive_mistral_tools_v3),
@@ -69,7 +70,8 @@ DERIVED = {"llama3.1-tools": ("llama3.1", derive_llama31_tools),
            "internlm2-standin": ("gpt2", derive_internlm2_standin),
            "gigachat3-standin": ("gpt2", derive_gigachat3_standin),
            # glm2
-           "hy4-standin": ("gpt2", derive_hy4_standin)}
+           "hy4-standin": ("gpt2", derive_hy4_standin),
+           "poolside-standin": ("gpt2", derive_poolside_standin)}
 """Test models whose tokenizer files are derived from another's (``tokenizer_variants``)."""
 
 

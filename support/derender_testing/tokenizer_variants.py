@@ -298,6 +298,20 @@ def derive_hy4_standin(source: Path, target: Path) -> bool:
     added tokens, the class ``PreTrainedTokenizerFast``. Deterministic; git-ignored."""
     return _derive_gpt2_markers(source, target, HY4_MARKERS)
 
+
+POOLSIDE_MARKERS = ("<assistant>", "<think>", "</think>", "<tool_call>", "</tool_call>",
+                    "<arg_key>", "</arg_key>", "<arg_value>", "</arg_value>")
+"""``poolside-standin`` (glm2): poolside Laguna's markers as vLLM's ``poolside_v1`` parsers name
+them (``<assistant>``, which its reasoning parser requires, the think tags and GLM-4's call
+tags; no public source of Laguna's vocabulary was found offline, so the ids are unverified),
+appended to GPT-2's vocabulary as added tokens 50257-50265, not special."""
+
+
+def derive_poolside_standin(source: Path, target: Path) -> bool:
+    """``target``'s tokenizer files from ``source``'s (GPT-2's): ``POOLSIDE_MARKERS`` appended
+    as added tokens, the class ``PreTrainedTokenizerFast``. Deterministic; git-ignored."""
+    return _derive_gpt2_markers(source, target, POOLSIDE_MARKERS)
+
 OLMO3_VOCAB_SIZE = 100_278
 OLMO3_SPECIAL = {100257: "<|endoftext|>", 100258: "<|fim_prefix|>", 100259: "<|fim_middle|>",
                  100260: "<|fim_suffix|>", 100264: "<|im_start|>", 100265: "<|im_end|>",

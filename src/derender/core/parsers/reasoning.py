@@ -148,6 +148,8 @@ FORMATS = {
     "hy_v3": ReasoningFormat("hy_v3", honours_switch=True),
     # glm2: Tencent Hy4, the same on its suffixed think markers, thinking on unless
     # reasoning_effort is "no_think" (formats/hy.py thinking4)
+    # glm2: poolside Laguna, deepseek_v3's rules
+    "poolside_v1": ReasoningFormat("poolside_v1", honours_switch=True),
     "hy_v4": ReasoningFormat("hy_v4", honours_switch=True, start="<think:opensource>",
                              end="</think:opensource>"),
     "kimi_k2": ReasoningFormat("kimi_k2", ends_implicitly=("<|tool_calls_section_begin|>",),

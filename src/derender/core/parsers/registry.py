@@ -293,6 +293,9 @@ TOOL_RECORDS: tuple[ToolRecord, ...] = (
     ToolRecord("openai", None, Machine.HARMONY, None),
     # glm2: Tencent Hy4 (Hy3's calls without <tool_sep>, read strictly: the block held whole)
     _own("hy_v4", "hy", "HY4", 140, markers=HY4_CALLS, reads=Reads.WITH_CALLS),
+    # glm2: poolside Laguna (GLM-4's calls read by vLLM's regular expressions; calls held whole)
+    _own("poolside_v1", "poolside", "FORMAT", 141, markers=(*QWEN3_TOOLS, *GLM_ARGS),
+         reads=Reads.WITH_CALLS),
 )
 """The tool-call formats."""
 
@@ -343,6 +346,9 @@ REASONING_RECORDS: tuple[ReasoningRecord, ...] = (
     # glm2: Tencent Hy4, deepseek_r1's rules on its suffixed think markers unless
     # reasoning_effort is "no_think" (formats/hy.py thinking4)
     _reasoning("hy_v4", HY4_THINK, thinking=Thinking.KWARGS, switch=Ref(_F + "hy", "thinking4")),
+    # glm2: poolside Laguna, deepseek_v3's reasoning (its prompt check scoped to the turn)
+    _reasoning("poolside_v1", (THINK, END_THINK), thinking=Thinking.KWARGS,
+               switch=Ref(_REASONING, "v3_switch")),
 )
 """The reasoning formats."""
 
