@@ -172,6 +172,21 @@ FORMATS = {
                         "gigachat3-standin", "gigachat3", 50256,
                         '<|function_call|>{"name": "get_weather", "arguments": '
                         '{"city": "Lisbon", "notes": "', '"}}', lead="content", json_notes=True),
+    # hy_v4 (issue 19, branch glm2): thinking on by default, the call block held whole
+    "hy_v4": Format("Hy4", "hy4-standin", "hy4-standin", "hy4-standin", "hy_v4", 50256,
+                    "</think:opensource>\n<tool_calls:opensource>\n<tool_call:opensource>"
+                    "get_weather\n<arg_key:opensource>city</arg_key:opensource>"
+                    "<arg_value:opensource>Lisbon</arg_value:opensource>\n"
+                    "<arg_key:opensource>notes</arg_key:opensource><arg_value:opensource>",
+                    "</arg_value:opensource>\n</tool_call:opensource>\n"
+                    "</tool_calls:opensource>"),
+    # poolside_v1 (issue 19, branch glm2): thinking by the kwargs, each call held whole
+    "poolside_v1": Format("Laguna", "poolside-standin", "poolside-standin", "poolside-standin",
+                          "poolside_v1", 50256,
+                          "</think>\n<tool_call>get_weather\n<arg_key>city</arg_key>\n"
+                          "<arg_value>Lisbon</arg_value>\n<arg_key>notes</arg_key>\n"
+                          "<arg_value>", "</arg_value>\n</tool_call>",
+                          kwargs=(("thinking", "true"),)),
 }
 FORMATS["holo2"] = Format("Holo2", "qwen3", "qwen3", "qwen3", "qwen3_coder", 151645,
                           FORMATS["step5"].head, FORMATS["step5"].tail, reasoning_parser="holo2",

@@ -92,6 +92,14 @@ TEMPLATES: dict[str, str] = {
                  '"n": 1}}<|action_end|>'),
     "gigachat3": ('Sure.<|message_sep|>\n\nfunction call<|role_sep|>\n{"name": "NAME", '
                   '"arguments": {"a": "VALUE", "n": 1}}'),
+    # issue 19, Tencent Hy4 (branch glm2): the block held whole
+    "hy_v4": ("<tool_calls:opensource>\n<tool_call:opensource>NAME\n<arg_key:opensource>a"
+              "</arg_key:opensource><arg_value:opensource>VALUE</arg_value:opensource>\n"
+              "<arg_key:opensource>n</arg_key:opensource><arg_value:opensource>1"
+              "</arg_value:opensource>\n</tool_call:opensource>\n</tool_calls:opensource>"),
+    # poolside Laguna (branch glm2): each call held whole
+    "poolside_v1": ("<tool_call>NAME\n<arg_key>a</arg_key>\n<arg_value>VALUE</arg_value>\n"
+                    "<arg_key>n</arg_key>\n<arg_value>1</arg_value>\n</tool_call>"),
 }
 """One complete call per tool format, as the model writes it."""
 
@@ -126,6 +134,11 @@ PARAMETERS["deepseek_v41"] = tuple(  # type: ignore[assignment]
 PARAMETERS["glm45"] = PARAMETERS["glm47"]
 PARAMETERS["ling3"] = PARAMETERS["glm47"]
 PARAMETERS["hy_v3"] = ("<tool_calls><tool_call>f<tool_sep>", *PARAMETERS["glm47"][1:])
+PARAMETERS["hy_v4"] = ("<tool_calls:opensource><tool_call:opensource>f",  # glm2
+                       "<arg_key:opensource>a</arg_key:opensource><arg_value:opensource>x"
+                       "</arg_value:opensource>",
+                       "<arg_key:opensource>a</arg_key:opensource><arg_value:opensource>x")
+PARAMETERS["poolside_v1"] = ("<tool_call>f\n", *PARAMETERS["glm47"][1:])  # glm2
 
 THINK = "<think>reasoning VALUE</think>\n\n"
 REASONING_TEMPLATES: dict[str, str] = {
@@ -140,6 +153,8 @@ REASONING_TEMPLATES: dict[str, str] = {
     "holo2": THINK, "ling3": THINK, "hy_v3": THINK,
     "minimax_m2": THINK + "<minimax:tool_call>",
     "olmo3": "<think>reasoning VALUE</think>answer",
+    "hy_v4": "<think:opensource>reasoning VALUE</think:opensource>\n\n",  # glm2
+    "poolside_v1": THINK,  # glm2
 }
 """Text each reasoning parser reads markers in."""
 
@@ -153,6 +168,7 @@ PAIRS: tuple[tuple[str | None, str | None], ...] = (
     ("minimax_m2", "minimax_m2"), ("minimax_m3", "minimax_m3"), ("step5", "step5"),
     ("holo2", "hermes"), ("ling3", "ling3"), ("hy_v3", "hy_v3"),
     ("glm47", "hermes"), ("deepseek_v4", "qwen3_coder"), ("minimax_m2", "pythonic"),
+    ("hy_v4", "hy_v4"), ("poolside_v1", "poolside_v1"),  # glm2
 )
 """(reasoning parser, tool parser) pairings: every tool format and every reasoning parser
 alone, and each family's own pairing (step3p5 and nemotron_v3 with qwen3_coder, issue 22),

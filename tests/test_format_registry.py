@@ -52,9 +52,13 @@ COMPAT = json.loads((ROOT / "tests/fixtures/state-compat.json").read_text(encodi
 def test_the_marker_table_is_the_one_states_were_issued_with() -> None:
     """Markers added since are appended: the indices states were issued with never change."""
     assert list(MARKUP[:34]) == COMPAT["markup"]
-    assert MARKUP[34:] == ("<tool_calls>", "</tool_calls>", "<tool_sep>",  # issue 19: Hy3 (jamba)
-                           "<|action_start|>", "<|plugin|>", "<|action_end|>",  # InternLM2
-                           "<|message_sep|>", "<|role_sep|>", "<|function_call|>")  # GigaChat 3
+    assert MARKUP[34:43] == ("<tool_calls>", "</tool_calls>", "<tool_sep>",  # issue 19: Hy3
+                             "<|action_start|>", "<|plugin|>", "<|action_end|>",  # InternLM2
+                             "<|message_sep|>", "<|role_sep|>", "<|function_call|>")  # GigaChat 3
+    # glm2: Tencent Hy4's suffixed markers
+    assert MARKUP[43:53] == tuple(f"<{tag}:opensource>" for tag in (
+        "think", "/think", "tool_calls", "/tool_calls", "tool_call", "/tool_call", "arg_key",
+        "/arg_key", "arg_value", "/arg_value"))
 
 
 

@@ -264,11 +264,15 @@ text, which ``skip_special_tokens`` would strip); ``<|endoftext|>`` 50256 ends a
 def derive_hy3_standin(source: Path, target: Path) -> bool:
     """``target``'s tokenizer files from ``source``'s (GPT-2's): ``HY3_MARKERS`` appended as
     added tokens, the class ``PreTrainedTokenizerFast``. Deterministic; git-ignored."""
+    return _derive_gpt2_markers(source, target, HY3_MARKERS)
+
+
+def _derive_gpt2_markers(source: Path, target: Path, markers: tuple[str, ...]) -> bool:
     def build(tokenizer: Any, config: Any) -> None:
         first = len(tokenizer["model"]["vocab"])
         added = [{"id": first + i, "content": marker, "single_word": False, "lstrip": False,
                   "rstrip": False, "normalized": False, "special": False}
-                 for i, marker in enumerate(HY3_MARKERS)]
+                 for i, marker in enumerate(markers)]
         tokenizer["added_tokens"] = [*tokenizer["added_tokens"], *added]
         config["added_tokens_decoder"] = {
             str(t["id"]): {k: v for k, v in t.items() if k != "id"}
@@ -278,6 +282,35 @@ def derive_hy3_standin(source: Path, target: Path) -> bool:
 
     return derive(source, target, build)
 
+
+
+HY4_SUFFIX = ":opensource"
+HY4_MARKERS = tuple(m.replace(">", HY4_SUFFIX + ">") for m in HY3_MARKERS if m != "<tool_sep>")
+"""``hy4-standin`` (glm2): Tencent Hy4's markers, ``HY3_MARKERS`` less ``<tool_sep>`` with the
+per-checkpoint suffix ``:opensource`` (the one vLLM's own Hy4 tests use; no public source of
+Hy4's vocabulary was found offline, so the ids are unverified), appended to GPT-2's vocabulary
+as added tokens 50257-50266, not special; no unsuffixed marker (vLLM reads the suffix from the
+first structural token of the vocabulary)."""
+
+
+def derive_hy4_standin(source: Path, target: Path) -> bool:
+    """``target``'s tokenizer files from ``source``'s (GPT-2's): ``HY4_MARKERS`` appended as
+    added tokens, the class ``PreTrainedTokenizerFast``. Deterministic; git-ignored."""
+    return _derive_gpt2_markers(source, target, HY4_MARKERS)
+
+
+POOLSIDE_MARKERS = ("<assistant>", "<think>", "</think>", "<tool_call>", "</tool_call>",
+                    "<arg_key>", "</arg_key>", "<arg_value>", "</arg_value>")
+"""``poolside-standin`` (glm2): poolside Laguna's markers as vLLM's ``poolside_v1`` parsers name
+them (``<assistant>``, which its reasoning parser requires, the think tags and GLM-4's call
+tags; no public source of Laguna's vocabulary was found offline, so the ids are unverified),
+appended to GPT-2's vocabulary as added tokens 50257-50265, not special."""
+
+
+def derive_poolside_standin(source: Path, target: Path) -> bool:
+    """``target``'s tokenizer files from ``source``'s (GPT-2's): ``POOLSIDE_MARKERS`` appended
+    as added tokens, the class ``PreTrainedTokenizerFast``. Deterministic; git-ignored."""
+    return _derive_gpt2_markers(source, target, POOLSIDE_MARKERS)
 
 OLMO3_VOCAB_SIZE = 100_278
 OLMO3_SPECIAL = {100257: "<|endoftext|>", 100258: "<|fim_prefix|>", 100259: "<|fim_middle|>",

@@ -146,6 +146,12 @@ FORMATS = {
     # Tencent Hy3: deepseek_r1's rules when reasoning_effort is set and not
     # "no_think", else none (formats/hy.py ``thinking``) [4338-4353]
     "hy_v3": ReasoningFormat("hy_v3", honours_switch=True),
+    # glm2: Tencent Hy4, the same on its suffixed think markers, thinking on unless
+    # reasoning_effort is "no_think" (formats/hy.py thinking4)
+    # glm2: poolside Laguna, deepseek_v3's rules
+    "poolside_v1": ReasoningFormat("poolside_v1", honours_switch=True),
+    "hy_v4": ReasoningFormat("hy_v4", honours_switch=True, start="<think:opensource>",
+                             end="</think:opensource>"),
     "kimi_k2": ReasoningFormat("kimi_k2", ends_implicitly=("<|tool_calls_section_begin|>",),
                                drops_late_end=True, honours_switch=True,
                                strips_trailing_space=True, switch=("thinking", "enable_thinking")),

@@ -205,6 +205,12 @@ INTERNLM_ACTION = (Marker(37, "<|action_start|>"), Marker(38, "<|plugin|>"),
                    Marker(39, "<|action_end|>"))
 GIGACHAT3_MARKERS = (Marker(40, "<|message_sep|>"), Marker(41, "<|role_sep|>"),
                      Marker(42, "<|function_call|>"))
+# glm2: Tencent Hy4's markers, suffixed per checkpoint (the one served: formats/hy.py HY4_SUFFIX)
+HY4_THINK = (Marker(43, "<think:opensource>"), Marker(44, "</think:opensource>"))
+HY4_CALLS = (Marker(45, "<tool_calls:opensource>"), Marker(46, "</tool_calls:opensource>"),
+             Marker(47, "<tool_call:opensource>"), Marker(48, "</tool_call:opensource>"),
+             Marker(49, "<arg_key:opensource>"), Marker(50, "</arg_key:opensource>"),
+             Marker(51, "<arg_value:opensource>"), Marker(52, "</arg_value:opensource>"))
 
 QWEN3_TOOLS = (TOOL_CALL, END_TOOL_CALL)
 QWEN3_REASONING = (THINK, END_THINK, TOOL_CALL, *CHATML)
@@ -285,6 +291,11 @@ TOOL_RECORDS: tuple[ToolRecord, ...] = (
     _engine("minimax_m3", "minimax", "M3", 56, "minimax_m3", markers=(MINIMAX_M3_NS,),
             reads=Reads.WITH_CALLS),
     ToolRecord("openai", None, Machine.HARMONY, None),
+    # glm2: Tencent Hy4 (Hy3's calls without <tool_sep>, read strictly: the block held whole)
+    _own("hy_v4", "hy", "HY4", 140, markers=HY4_CALLS, reads=Reads.WITH_CALLS),
+    # glm2: poolside Laguna (GLM-4's calls read by vLLM's regular expressions; calls held whole)
+    _own("poolside_v1", "poolside", "FORMAT", 141, markers=(*QWEN3_TOOLS, *GLM_ARGS),
+         reads=Reads.WITH_CALLS),
 )
 """The tool-call formats."""
 
@@ -332,6 +343,12 @@ REASONING_RECORDS: tuple[ReasoningRecord, ...] = (
     _engine_reasoning("ling3", "ling3", "ling3", "glm", "thinking"),
     _engine_reasoning("minimax_m2", "minimax_m2", "minimax_m2", "minimax", "m2_thinking"),
     ReasoningRecord("openai_gptoss", Machine.HARMONY),
+    # glm2: Tencent Hy4, deepseek_r1's rules on its suffixed think markers unless
+    # reasoning_effort is "no_think" (formats/hy.py thinking4)
+    _reasoning("hy_v4", HY4_THINK, thinking=Thinking.KWARGS, switch=Ref(_F + "hy", "thinking4")),
+    # glm2: poolside Laguna, deepseek_v3's reasoning (its prompt check scoped to the turn)
+    _reasoning("poolside_v1", (THINK, END_THINK), thinking=Thinking.KWARGS,
+               switch=Ref(_REASONING, "v3_switch")),
 )
 """The reasoning formats."""
 

@@ -17,16 +17,32 @@ vLLM's JSON path reads the output (``primitives.forced_call``).
 Reasoning (``hy_v3`` reasoning parser, ``reasoning.FORMATS``): ``deepseek_r1``'s rules when
 ``reasoning_effort`` (the template kwargs', else the request's) is set and not "no_think";
 else none (``thinking``).
+
+Tencent Hy4 (``hy_v4``, vLLM 0.33's ``HYV4ToolParser`` in strict mode) writes the same calls
+without ``<tool_sep>`` (the name ends at the first ``<arg_key>`` or at ``</tool_call>``), every
+marker carrying a per-checkpoint suffix (``HY4_SUFFIX``), and reads them strictly: the first
+``<tool_calls>`` … ``</tool_calls>`` block is read whole, and any fault (no ``</tool_calls>``, an
+unclosed or nested call, an empty name, unbalanced argument tags, text between or around the
+``<arg_key>K</arg_key><arg_value>V</arg_value>`` pairs, a value JSON cannot write, no call)
+makes the whole output content. So its machine (``HY4``) holds the block until
+``</tool_calls>`` (at most ``MAX_BLOCK`` bytes: a longer block is content) and then returns all
+its calls at once, or the block as content. Values are typed as Hy3's (``hy3_value``).
+Reasoning (``hy_v4``): ``deepseek_r1``'s rules on the suffixed think markers unless
+``reasoning_effort`` is "no_think" (the default is "high": on; ``thinking4``).
 """
 
 from __future__ import annotations
 
 import ast
+import functools
 import json
+import re
 import warnings
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
+from derender.core.decoding.markers import pending_prefix
 from derender.core.parsers.engine import (
     ARGS,
     BETWEEN,
@@ -39,7 +55,11 @@ from derender.core.parsers.engine import (
     GlmArgs,
     make_format,
 )
+from derender.core.parsers.primitives import leading_text, leads_content
 from derender.core.parsers.registry import REQUEST_EFFORT
+from derender.core.parsers.schema import tool_properties
+from derender.core.parsers.tools import ToolCallDelta, ToolContext, ToolFormat, ToolState
+from derender.core.state.codec import Reader, Writer, utf8_size
 
 _ALIASES = {"str": "string", "text": "string", "varchar": "string", "char": "string",
             "enum": "string", "bool": "boolean", "binary": "boolean", "int": "integer",
@@ -81,10 +101,14 @@ def _types(schema: Any) -> set[Any]:
     return names - {"null"}
 
 
-def _literal(value: str) -> Any:
+class UnwritableError(ValueError):
+    """A value read as a Python literal JSON cannot write (Hy4: the output is then content)."""
+
+
+def _literal(value: str, strict: bool = False) -> Any:
     """vLLM's ``_deserialize``: JSON, else a Python literal (only one JSON can write: a set,
-    bytes or a complex number make vLLM's whole answer fail; here they stay the text), else
-    the text."""
+    bytes or a complex number make vLLM's whole answer fail; here they stay the text, or with
+    ``strict`` raise ``UnwritableError``), else the text."""
     try:
         return json.loads(value)
     except ValueError:
@@ -93,16 +117,21 @@ def _literal(value: str) -> Any:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", SyntaxWarning)
             parsed = ast.literal_eval(value)
-        json.dumps(parsed)
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return value
+    try:
+        json.dumps(parsed)
+    except (ValueError, TypeError, RecursionError):
+        if strict:
+            raise UnwritableError(value) from None
         return value
     return parsed
 
 
-def hy3_value(value: str, schema: Any) -> Any:
-    """vLLM's ``HYV3ToolParser._parse_value``: boolean, integer, number (a float when the
-    text has ``.``/``e``/``E``), JSON for other types, the text for strings, else
-    ``_literal``; a parameter without a schema is a string."""
+def hy3_value(value: str, schema: Any, strict: bool = False) -> Any:
+    """vLLM's ``HYV3ToolParser._parse_value`` (and Hy4's ``_parse_value``): boolean, integer,
+    number (a float when the text has ``.``/``e``/``E``), JSON for other types, the text for
+    strings, else ``_literal``; a parameter without a schema is a string."""
     types = _types(schema)
     if "boolean" in types and value.lower() in ("true", "false"):
         return value.lower() == "true"
@@ -124,7 +153,7 @@ def hy3_value(value: str, schema: Any) -> Any:
             pass
     if "string" in types:
         return value
-    return _literal(value)
+    return _literal(value, strict)
 
 
 def _config(name: str) -> EngineConfig:
@@ -152,4 +181,158 @@ def thinking(kwargs: Mapping[str, object]) -> bool:
     """``HYV3ReasoningParser``: reasoning is read unless ``reasoning_effort`` (the template
     kwargs', else the request's) is unset or "no_think"."""
     effort = kwargs.get("reasoning_effort") or kwargs.get(REQUEST_EFFORT) or "no_think"
+    return effort != "no_think"
+
+
+# Tencent Hy4
+
+HY4_SUFFIX = ":opensource"
+"""The marker suffix served: vLLM reads each checkpoint's from its vocabulary; this is the one
+of vLLM's own Hy4 tests and of ``hy4-standin`` (another suffix's markup is content: README
+compatibility table)."""
+(HY4_THINK, HY4_END_THINK, HY4_CALLS, HY4_END_CALLS, HY4_CALL, HY4_END_CALL, HY4_KEY,
+ HY4_END_KEY, HY4_VALUE, HY4_END_VALUE) = (
+    f"<{tag}{HY4_SUFFIX}>" for tag in ("think", "/think", "tool_calls", "/tool_calls",
+                                       "tool_call", "/tool_call", "arg_key", "/arg_key",
+                                       "arg_value", "/arg_value"))
+MAX_BLOCK = 4096
+"""Bytes (UTF-8, as the state holds them) of a call block held until its ``</tool_calls>``; a
+longer block is content (README compatibility table)."""
+
+HY4_OPEN, HY4_BLOCK, HY4_DONE, HY4_TEXT = range(4)
+"""Before the block; in it (held); after the returned calls (dropped); all content (the block
+was faulty, or ``</tool_calls>`` came first)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Hy4State(ToolState):
+    mode: int = HY4_OPEN
+    held: str = ""
+    """HY4_OPEN: text that may be whitespace before the block or begin a marker; HY4_BLOCK: the
+    block after ``<tool_calls>``."""
+    space: str = ""
+    """Whitespace alone before the block (dropped if its calls are returned)."""
+    spoke: bool = False
+    """Content other than whitespace was emitted."""
+
+
+@functools.cache
+def _hy4_patterns(call: str, end_call: str, key: str, end_key: str, value: str,
+                  end_value: str) -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """vLLM's ``tool_call_regex`` and ``func_args_regex`` on the markers as spelled."""
+    return (re.compile(f"{re.escape(call)}(.*?){re.escape(end_call)}", re.DOTALL),
+            re.compile(f"{re.escape(key)}(.*?){re.escape(end_key)}{re.escape(value)}(.*?)"
+                       f"{re.escape(end_value)}", re.DOTALL))
+
+
+def hy4_calls(block: str, context: ToolContext) -> list[tuple[str, str]] | None:
+    """vLLM's ``_extract_tool_calls_strict`` on the text between ``<tool_calls>`` and
+    ``</tool_calls>``: each call's name and JSON arguments; None when it is faulty."""
+    sp = context.spelled
+    call, end_call, key, end_key, value, end_value = (
+        sp(HY4_CALL), sp(HY4_END_CALL), sp(HY4_KEY), sp(HY4_END_KEY), sp(HY4_VALUE),
+        sp(HY4_END_VALUE))
+    call_re, args_re = _hy4_patterns(call, end_call, key, end_key, value, end_value)
+    opened = block.count(call)
+    if opened != block.count(end_call):
+        return None
+    bodies = call_re.findall(block)
+    if opened != len(bodies) or not bodies:
+        return None
+    calls: list[tuple[str, str]] = []
+    for body in bodies:
+        at = body.find(key)
+        name, args = (body.strip(), "") if at == -1 else (body[:at].strip(), body[at:].strip())
+        if not name or args.count(key) != args.count(end_key) \
+                or args.count(value) != args.count(end_value) \
+                or args_re.sub("", args).strip():
+            return None
+        properties = tool_properties(context.tools, name)
+        try:
+            values = {k: hy3_value(v, properties.get(k, {}), strict=True)
+                      for k, v in args_re.findall(args)}
+            calls.append((name, json.dumps(values, ensure_ascii=False)))
+        except (UnwritableError, ValueError, TypeError, RecursionError):
+            return None
+    return calls
+
+
+def _hy4_feed(state: Hy4State, text: str, final: bool, context: ToolContext
+              ) -> tuple[str, list[ToolCallDelta], Hy4State]:
+    """Content and the calls of new text; ``final`` settles what was held back."""
+    start, end = context.spelled(HY4_CALLS), context.spelled(HY4_END_CALLS)
+    mode, space, spoke = state.mode, state.space, state.spoke
+    scan = max(0, len(state.held) - len(end) + 1) if mode == HY4_BLOCK else 0
+    buf = state.held + text
+    out: list[str] = []
+    calls: list[ToolCallDelta] = []
+    while buf or final:
+        if mode == HY4_DONE:
+            buf = ""
+            break
+        if mode == HY4_TEXT:
+            out.append(buf)
+            buf = ""
+            break
+        if mode == HY4_OPEN:
+            at, ended = buf.find(start), buf.find(end)
+            if ended != -1 and (at == -1 or ended < at):  # vLLM's end before its start
+                mode, spoke = HY4_TEXT, True
+                continue
+            if at == -1:
+                piece, buf, spoke = leading_text(buf, (start, end), final, spoke, False)
+                out.append(piece)
+                break
+            before = buf[:at]
+            if leads_content(before, spoke):
+                out.append(before)
+                spoke = True
+            else:
+                space = before
+            mode, buf, scan = HY4_BLOCK, buf[at + len(start):], 0
+            continue
+        # HY4_BLOCK
+        close = buf.find(end, scan)
+        block = buf if close == -1 else buf[:close]
+        if close == -1 and not final:
+            held = len(buf) - pending_prefix(buf, (end,))
+            if utf8_size(buf[:held]) <= MAX_BLOCK:
+                break
+        found = None if close == -1 or utf8_size(block) > MAX_BLOCK \
+            else hy4_calls(block, context)
+        if found is None:  # faulty, unclosed or too long: the whole output is content
+            out.append(space + start + buf)
+            mode, buf, space, spoke = HY4_TEXT, "", "", True
+            continue
+        calls = [ToolCallDelta(i, name, arguments) for i, (name, arguments) in enumerate(found)]
+        mode, buf, space = HY4_DONE, "", ""
+        break
+    if final and mode == HY4_OPEN and space:
+        out.insert(0, space)
+        space = ""
+    return "".join(out), calls, Hy4State(mode, buf, space, spoke)
+
+
+def _hy4_encode(state: Hy4State, w: Writer) -> None:
+    w.uint(state.mode)
+    w.text(state.held)
+    w.text(state.space)
+    w.uint(int(state.spoke))
+
+
+def _hy4_decode(r: Reader) -> Hy4State:
+    mode, held, space, spoke = r.uint(), r.text(), r.text(), r.uint()
+    if mode > HY4_TEXT or spoke > 1:
+        raise ValueError("not a hy_v4 state")
+    return Hy4State(mode, held, space, bool(spoke))
+
+
+HY4: ToolFormat[Hy4State] = ToolFormat("hy_v4", Hy4State, Hy4State, _hy4_feed, _hy4_encode,
+                                       _hy4_decode)
+
+
+def thinking4(kwargs: Mapping[str, object]) -> bool:
+    """``HYV4ReasoningParser``: reasoning is read unless ``reasoning_effort`` (the template
+    kwargs', else the request's, else "high") is "no_think"."""
+    effort = kwargs.get("reasoning_effort") or kwargs.get(REQUEST_EFFORT) or "high"
     return effort != "no_think"

@@ -1,0 +1,240 @@
+"""poolside Laguna: ``poolside_v1``, vLLM 0.33's ``PoolsideV1ToolParser``
+(``vllm/tool_parsers/poolside_v1_tool_parser.py``), GLM-4's calls read by regular
+expressions over the whole output::
+
+    <tool_call>NAME\\n<arg_key>K</arg_key>\\n<arg_value>V</arg_value>…</tool_call>
+
+A call is ``<tool_call>`` … the next ``</tool_call>`` (one without its end is none); in it the
+last ``<tool_call>`` whose name (``[^\\n<]+``, stripped) is followed by nothing but whitespace
+and then the parameters or the end is read, else the call is skipped. Parameters are every
+``<arg_key>K</arg_key>``, whitespace, ``<arg_value>V</arg_value>`` after the name (other text
+ignored); keys stripped; a value of a parameter whose schema type is exactly "string" is kept
+verbatim, any other is read stripped as JSON, else a Python literal, else the text (``_value``).
+Content is the text before the first ``<tool_call>`` (none when whitespace alone) once a call
+is read; with no call read the whole output is content.
+
+So the machine holds the text from the first ``<tool_call>`` until a call reads (then the
+text before it is content, or dropped when whitespace alone, and every later text but the
+calls is dropped) or the output ends (then it is content); each call is held whole until its
+``</tool_call>``, at most ``MAX_HELD`` bytes (past it, before a call was read, the held text
+is content and no call is read any more; after, the call is dropped: README compatibility). A
+value JSON cannot write (a set) makes the whole output content, as in vLLM, when it is in the
+first call read; in a later one that call is dropped (vLLM: the whole output is content).
+Reasoning (``poolside_v1``) is ``deepseek_v3``'s (``reasoning.FORMATS``).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from derender.core.decoding.markers import pending_prefix
+from derender.core.parsers.primitives import leading_text, leads_content
+from derender.core.parsers.schema import tool_index
+from derender.core.parsers.tools import ToolCallDelta, ToolContext, ToolFormat, ToolState
+from derender.core.state.codec import Reader, Writer, utf8_size
+
+CALL, END_CALL = "<tool_call>", "</tool_call>"
+KEY, END_KEY, VALUE, END_VALUE = "<arg_key>", "</arg_key>", "<arg_value>", "</arg_value>"
+MAX_HELD = 4096
+"""Bytes (UTF-8, as the state holds them) of text held until a call reads."""
+
+OPEN, PENDING, CALLED, TEXT = range(4)
+"""Before the first ``<tool_call>``; after it, no call read yet (all held); a call was read
+(only calls are read from here on); all content (the held text overflowed)."""
+
+
+@dataclass(frozen=True, slots=True)
+class PoolsideState(ToolState):
+    mode: int = OPEN
+    held: str = ""
+    """OPEN: whitespace or a marker's beginning; PENDING: the text from the first
+    ``<tool_call>``; CALLED: a call being read, or a marker's beginning."""
+    space: str = ""
+    """Whitespace alone before the first ``<tool_call>``."""
+    spoke: bool = False
+    calls: int = 0
+    skip: bool = False
+    """CALLED: the call being read is past the bound and dropped to its ``</tool_call>``."""
+
+
+@functools.cache
+def _patterns(call: str, end_call: str, key: str, end_key: str, value: str, end_value: str,
+              angled: str) -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """vLLM's ``func_detail_regex`` and ``func_arg_regex`` on the markers as spelled; a name
+    holds no ``<``, so neither the stand-in of a marker that begins with one (``angled``)."""
+    c, ec, k, ek, v, ev = (re.escape(m) for m in (call, end_call, key, end_key, value,
+                                                  end_value))
+    return (re.compile(rf"{c}\s*([^\n<{re.escape(angled)}]+?)\s*\n?\s*({k}.*?)?{ec}",
+                       re.DOTALL),
+            re.compile(rf"{k}(.*?){ek}\s*{v}(.*?){ev}", re.DOTALL))
+
+
+class UnwritableError(ValueError):
+    """A value read as a Python literal JSON cannot write (a set, bytes): vLLM's whole answer
+    is then content."""
+
+
+def _literal(text: str) -> Any:
+    """vLLM's ``_deserialize``: JSON, else a Python literal (``UnwritableError`` when JSON
+    cannot write it), else the text."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        pass
+    try:
+        import ast  # noqa: PLC0415
+        import warnings  # noqa: PLC0415
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", SyntaxWarning)
+            parsed = ast.literal_eval(text)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return text
+    try:
+        json.dumps(parsed, ensure_ascii=False)
+    except (ValueError, TypeError, RecursionError):
+        raise UnwritableError(text) from None
+    return parsed
+
+
+def _string_typed(tools: Any, name: str, key: str) -> bool:
+    """vLLM's ``_is_string_type``: the first tool so named has ``type`` "string" for it."""
+    index = tool_index(tools, name)
+    if index < 0:
+        return False
+    parameters = tools[index]["function"].get("parameters")
+    if not isinstance(parameters, dict):
+        return False
+    properties = parameters.get("properties", {})
+    spec = properties.get(key, {}) if isinstance(properties, dict) else {}
+    return isinstance(spec, dict) and spec.get("type") == "string"
+
+
+def read_call(text: str, context: ToolContext) -> tuple[str, str] | None:
+    """One ``<tool_call>…</tool_call>`` as vLLM reads it: name and JSON arguments, or None
+    (``UnwritableError``: a value JSON cannot write)."""
+    sp = context.spelled
+    angled = "".join(sorted(spelled for marker, spelled in (context.spell or {}).items()
+                            if marker.startswith("<") and spelled != marker))
+    detail, pair = _patterns(sp(CALL), sp(END_CALL), sp(KEY), sp(END_KEY), sp(VALUE),
+                             sp(END_VALUE), angled)
+    found = detail.search(text)
+    if found is None:
+        return None
+    name, args = found.group(1).strip(), found.group(2)
+    values: dict[str, Any] = {}
+    for raw_key, value in pair.findall(args) if args else ():
+        key = raw_key.strip()
+        values[key] = value if _string_typed(context.tools, name, key) else _literal(
+            value.strip())
+    return name, json.dumps(values, ensure_ascii=False)
+
+
+def _feed(state: PoolsideState, text: str, final: bool, context: ToolContext
+          ) -> tuple[str, list[ToolCallDelta], PoolsideState]:
+    start, end = context.spelled(CALL), context.spelled(END_CALL)
+    mode, space, spoke, count, skip = state.mode, state.space, state.spoke, state.calls, \
+        state.skip
+    buf = state.held + text
+    # where the next call may begin (PENDING holds the calls already skipped before it)
+    at = _skipped(state.held, start, end) if mode == PENDING else 0
+    out: list[str] = []
+    calls: list[ToolCallDelta] = []
+    while True:
+        if mode == TEXT:
+            out.append(buf)
+            buf = ""
+            break
+        if mode == OPEN:
+            found = buf.find(start)
+            if found == -1:
+                piece, buf, spoke = leading_text(buf, (start,), final, spoke, False)
+                out.append(piece)
+                break
+            before = buf[:found]
+            if leads_content(before, spoke):
+                out.append(before)
+                spoke = True
+            else:
+                space = before
+            mode, buf, at = PENDING, buf[found:], 0
+            continue
+        if skip:  # CALLED: a call past the bound, dropped to its end
+            closed = buf.find(end)
+            if closed == -1:
+                buf = "" if final else buf[len(buf) - pending_prefix(buf, (end,)):]
+                break
+            buf, skip = buf[closed + len(end):], False
+            continue
+        opened = buf.find(start, at)
+        closed = -1 if opened == -1 else buf.find(end, opened + len(start))
+        if closed == -1:  # no complete call ahead: hold, or settle
+            if mode == CALLED:
+                buf = buf[opened:] if opened != -1 else buf[len(buf) - (
+                    0 if final else pending_prefix(buf, (start,))):]
+                if final:
+                    buf = ""
+                elif utf8_size(buf) > MAX_HELD:
+                    buf, skip = "", True
+                break
+            if final or utf8_size(buf) > MAX_HELD:
+                out.append(space + buf)
+                mode, buf, space, spoke = TEXT, "", "", True
+                continue
+            break
+        stop = closed + len(end)
+        if utf8_size(buf[:stop] if mode == PENDING else buf[opened:stop]) > MAX_HELD:
+            if mode == PENDING:
+                out.append(space + buf)
+                mode, buf, space, spoke = TEXT, "", "", True
+            else:
+                buf, at = buf[stop:], 0
+            continue
+        try:
+            read = read_call(buf[opened:stop], context)
+        except UnwritableError:
+            if mode == PENDING:  # vLLM: the whole output is content
+                out.append(space + buf)
+                mode, buf, space, spoke = TEXT, "", "", True
+                continue
+            read = None  # after a returned call: dropped (README compatibility)
+        if read is None:
+            at = stop
+            continue
+        calls.append(ToolCallDelta(count, *read))
+        count += 1
+        mode, buf, at, space = CALLED, buf[stop:], 0, ""
+    return "".join(out), calls, PoolsideState(mode, buf, space, spoke, count, skip)
+
+
+def _skipped(held: str, start: str, end: str) -> int:
+    """Where reading resumes in held PENDING text: after its complete (skipped) calls."""
+    at = 0
+    while True:
+        opened = held.find(start, at)
+        closed = -1 if opened == -1 else held.find(end, opened + len(start))
+        if closed == -1:
+            return at
+        at = closed + len(end)
+
+
+def _encode(state: PoolsideState, w: Writer) -> None:
+    w.uint(state.mode)
+    w.text(state.held)
+    w.text(state.space)
+    w.uint(int(state.spoke) | int(state.skip) << 1)
+    w.uint(state.calls)
+
+
+def _decode(r: Reader) -> PoolsideState:
+    mode, held, space, bits, calls = r.uint(), r.text(), r.text(), r.uint(), r.uint()
+    if mode > TEXT or bits > 3:
+        raise ValueError("not a poolside_v1 state")
+    return PoolsideState(mode, held, space, bool(bits & 1), calls, bool(bits & 2))
+
+
+FORMAT: ToolFormat[PoolsideState] = ToolFormat("poolside_v1", PoolsideState, PoolsideState,
+                                               _feed, _encode, _decode)
