@@ -285,6 +285,8 @@ TOOL_RECORDS: tuple[ToolRecord, ...] = (
     _engine("minimax_m3", "minimax", "M3", 56, "minimax_m3", markers=(MINIMAX_M3_NS,),
             reads=Reads.WITH_CALLS),
     ToolRecord("openai", None, Machine.HARMONY, None),
+    # branch pythonic2 (state tags 130-139): LFM2's pythonic list between special tokens
+    _own("lfm2", "lfm2", "FORMAT", 130),
 )
 """The tool-call formats."""
 
