@@ -28,8 +28,10 @@ One machine for streaming and non-streaming (a filter in front of ``pythonic``'s
   the rest of the output;
 - a longer block is read by the ``pythonic`` machine as it arrives, without the repairs
   (README compatibility);
-- after the block, its text is held (at most ``MAX_AFTER`` characters) while a later end
-  marker may still make it an echo; past that it streams (README compatibility).
+- after the block, its text is held while an end marker may still make it an echo: one that
+  starts within ``MAX_AFTER`` characters of the block's end (or of the last such marker,
+  whitespace skipped) drops the text before it; past that the text streams and later markers
+  stay in it (README compatibility).
 
 Under a forced ``tool_choice`` an output starting with ``{`` or ``[`` (after whitespace) is
 read by ``pythonic`` (the JSON-schema forms), anything else as above (vLLM reads only the JSON
@@ -74,7 +76,7 @@ class Lfm2State(ToolState):
     held: str = ""
     """OPENING/TEXT: held whitespace and a possible start of the start marker; BLOCK: the
     block so far; LONG: a possible start of the end marker; AFTER: the text after the block
-    (or its held end, once ``spilled``)."""
+    (or its trailing whitespace, once ``spilled``)."""
     space: str = ""
     """The whitespace (and the start marker) before the block, put back if it is content."""
     before: bool = False
@@ -115,8 +117,8 @@ def feed(state: Lfm2State, text: str, final: bool, context: ToolContext
         else:
             run.after(buffer, final)
             break
-        if run.phase == phase:
-            break
+        if run.phase == phase or (phase == OPENING and run.phase == TEXT):
+            break  # all of the buffer read (or held)
     return "".join(run.content), merge(run.deltas), run.state()
 
 
@@ -206,30 +208,30 @@ class _Run:
         return ""
 
     def after(self, buffer: str, final: bool) -> None:
-        """The text after the block: an echo up to the last end marker dropped, stripped."""
+        """The text after the block: an echo up to an end marker dropped, stripped. An end
+        marker starting within ``MAX_AFTER`` characters (after whitespace) drops the text
+        before it; once none can, the text is sent and later markers stay text."""
         if not self.spilled:
-            at, size = self._find(buffer, last=True)
-            if at >= 0:
+            while True:
+                buffer = buffer.lstrip()
+                at, size = self._find(buffer)
+                if at < 0 or at > MAX_AFTER:
+                    break
                 buffer = buffer[at + size:]
-            buffer = buffer.lstrip()
+            if at < 0 and not final and len(buffer) < MAX_AFTER + len(END_MARK):
+                self.held = buffer
+                return
         body = buffer.rstrip()
-        keep = "" if final else buffer[len(body):] or _partial(buffer, END_MARK)
-        if final:
-            self._say(body)
-            return
-        if self.spilled or len(buffer) > MAX_AFTER:
-            self._say(buffer[:len(buffer) - len(keep)])
-            self.held = keep
-            return
-        self.held = buffer
+        space = buffer[len(body):]
+        excess = max(0, len(space) - MAX_AFTER)  # whitespace past the bound is content
+        self._say(body + space[:excess])
+        self.held = "" if final else space[excess:]
 
-    def _find(self, text: str, last: bool = False) -> tuple[int, int]:
-        """Where the first (or last) end marker is in ``text`` and its length; -1: none."""
-        found = [(text.rfind(end) if last else text.find(end), len(end)) for end in self.ends]
+    def _find(self, text: str) -> tuple[int, int]:
+        """Where the first end marker is in ``text`` and its length; -1: none."""
+        found = [(text.find(end), len(end)) for end in self.ends]
         found = [f for f in found if f[0] >= 0]
-        if not found:
-            return -1, 0
-        return max(found) if last else min(found)
+        return min(found) if found else (-1, 0)
 
     def _say(self, text: str) -> None:
         if not text:
