@@ -92,6 +92,9 @@ TEMPLATES: dict[str, str] = {
                  '"n": 1}}<|action_end|>'),
     "gigachat3": ('Sure.<|message_sep|>\n\nfunction call<|role_sep|>\n{"name": "NAME", '
                   '"arguments": {"a": "VALUE", "n": 1}}'),
+    # branch pythonic2: LFM2's pythonic list between markers, an echo after it
+    "lfm2": ('Sure. <|tool_call_start|>[NAME(a="VALUE", n=1), NAME(a="VALUE")]'
+             '<|tool_call_end|> VALUE <|tool_call_end|> done'),
 }
 """One complete call per tool format, as the model writes it."""
 

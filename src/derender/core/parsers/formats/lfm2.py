@@ -52,13 +52,14 @@ from typing import Any
 
 from derender.core.parsers.formats import pythonic
 from derender.core.parsers.formats.pythonic import PythonicState
-from derender.core.parsers.primitives import MAX_LEADING_SPACE, merge
+from derender.core.parsers.primitives import MAX_LEADING_SPACE, merge, skip_space
 from derender.core.parsers.tools import ToolCallDelta, ToolContext, ToolFormat, ToolState
 from derender.core.state.codec import Reader, Writer
 
 START_MARK, END_MARK = "<|tool_call_start|>", "<|tool_call_end|>"
 MAX_BLOCK = 1024
-"""Characters of a block held and read whole; a longer one is read as it arrives."""
+"""A block whose end marker starts within this many characters is held and read whole; a
+longer one is read as it arrives."""
 MAX_AFTER = 512
 """Characters after the block held while a later end marker may drop them."""
 
@@ -161,12 +162,12 @@ class _Run:
     def block(self, buffer: str, final: bool, context: ToolContext) -> str:
         """Hold the block to its end marker and read it whole."""
         at, size = self._find(buffer)
-        body = buffer if at < 0 else buffer[:at]
+        if at > MAX_BLOCK or (at < 0 and len(buffer) >= MAX_BLOCK + len(END_MARK)):
+            return self._long(buffer, context)  # no end marker can start within the bound
         if at < 0 and not final:
-            if len(buffer) <= MAX_BLOCK:
-                self.held = buffer
-                return ""
-            return self._long(buffer, context)
+            self.held = buffer
+            return ""
+        body = buffer if at < 0 else buffer[:at]
         calls = read_block(body)
         if calls is None:
             self.content.append(self.space + buffer)
@@ -212,12 +213,14 @@ class _Run:
         marker starting within ``MAX_AFTER`` characters (after whitespace) drops the text
         before it; once none can, the text is sent and later markers stay text."""
         if not self.spilled:
+            pos = 0  # read in place: a copy of the rest after every marker is quadratic
             while True:
-                buffer = buffer.lstrip()
-                at, size = self._find(buffer)
-                if at < 0 or at > MAX_AFTER:
+                pos = skip_space(buffer, pos)
+                at, size = self._find(buffer, pos)
+                if at < 0 or at - pos > MAX_AFTER:
                     break
-                buffer = buffer[at + size:]
+                pos = at + size
+            buffer = buffer[pos:]
             if at < 0 and not final and len(buffer) < MAX_AFTER + len(END_MARK):
                 self.held = buffer
                 return
@@ -227,9 +230,10 @@ class _Run:
         self._say(body + space[:excess])
         self.held = "" if final else space[excess:]
 
-    def _find(self, text: str) -> tuple[int, int]:
-        """Where the first end marker is in ``text`` and its length; -1: none."""
-        found = [(text.find(end), len(end)) for end in self.ends]
+    def _find(self, text: str, pos: int = 0) -> tuple[int, int]:
+        """Where the first end marker from ``pos`` on is in ``text`` and its length; -1:
+        none."""
+        found = [(text.find(end, pos), len(end)) for end in self.ends]
         found = [f for f in found if f[0] >= 0]
         return min(found) if found else (-1, 0)
 
@@ -538,7 +542,8 @@ def _decode(r: Reader) -> Lfm2State:
     if bits >> 5 or bits & 7 >= len(PHASES):
         raise ValueError("malformed lfm2 state")
     held, space = r.text(), r.text()
-    if len(held) > MAX_BLOCK or len(space) > MAX_LEADING_SPACE + len(START_MARK):
+    if len(held) >= MAX_BLOCK + len(END_MARK) \
+            or len(space) > MAX_LEADING_SPACE + len(START_MARK):
         raise ValueError("malformed lfm2 state")
     return Lfm2State(PHASES[bits & 7], held, space, bool(bits & 8), bool(bits & 16),
                      pythonic.FORMAT.decode(r))
