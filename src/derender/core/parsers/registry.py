@@ -287,6 +287,8 @@ TOOL_RECORDS: tuple[ToolRecord, ...] = (
     ToolRecord("openai", None, Machine.HARMONY, None),
     # branch pythonic2 (state tags 130-139): LFM2's pythonic list between special tokens
     _own("lfm2", "lfm2", "FORMAT", 130),
+    # FunctionGemma's call:NAME{key:<escape>value<escape>} between special tokens
+    _own("functiongemma", "functiongemma", "FORMAT", 131),
 )
 """The tool-call formats."""
 
