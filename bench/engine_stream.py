@@ -40,7 +40,9 @@ Seven 4096-id outputs, 1 id per chunk, as a (thinking) model writes a tool call:
   in ``<tool_calls>[…]</tool_calls>``, EOS 50256. InternLM2 (``internlm``,
   ``tests/models/internlm2-standin``): ``<|action_start|><|plugin|>\n{…}<|action_end|>``, EOS
   92542. GigaChat 3 (``gigachat3``, ``tests/models/gigachat3-standin``):
-  ``<|function_call|>{…}``, EOS 50256.
+  ``<|function_call|>{…}``, EOS 50256. FunctionGemma (``functiongemma``,
+  ``tests/models/functiongemma-standin``): ``<start_function_call>call:get_weather{city:
+  <escape>Lisbon<escape>,notes:<escape>…<escape>}<end_function_call>``, EOS 106.
 
 Each stream is first derendered whole, call after call, and checked: the folded stream and the
 non-streaming answer both give the reasoning text (Granite: the content text), no content
@@ -187,6 +189,11 @@ FORMATS = {
                           "<arg_value>Lisbon</arg_value>\n<arg_key>notes</arg_key>\n"
                           "<arg_value>", "</arg_value>\n</tool_call>",
                           kwargs=(("thinking", "true"),)),
+    # branch pythonic2: FunctionGemma's call after the content
+    "functiongemma": Format("FunctionGemma", "functiongemma-standin", "functiongemma-standin",
+                            "functiongemma-standin", "functiongemma", 106,
+                            "<start_function_call>call:get_weather{city:<escape>Lisbon<escape>,"
+                            "notes:<escape>", "<escape>}<end_function_call>", lead="content"),
 }
 FORMATS["holo2"] = Format("Holo2", "qwen3", "qwen3", "qwen3", "qwen3_coder", 151645,
                           FORMATS["step5"].head, FORMATS["step5"].tail, reasoning_parser="holo2",

@@ -11,6 +11,9 @@ is long corpus text (``bench/corpus.txt``, quotes and backslashes escaped):
   ``<function_calls>\nget_weather(city='Lisbon', notes='…')\n</function_calls>`` + EOS
   100265.
 
+  lfm2 (``tests/models/lfm2-standin``, derived at first use):
+  ``<|tool_call_start|>[get_weather(city='Lisbon', notes='…')]<|tool_call_end|>`` + EOS 7.
+
 The stream is first derendered whole, call after call, and checked: the folded stream and the
 non-streaming answer both give no content and the one ``get_weather`` call with the arguments
 built. Then chunks 10, 1,000 and 4,000 (all inside the ``notes`` value) are replayed with the
@@ -65,6 +68,10 @@ FORMATS = {
     "olmo3": Format("olmo3-standin", "olmo3", 100265,
                     "<function_calls>\nget_weather(city='Lisbon', notes='", "')\n</function_calls>",
                     "olmo3"),
+    # branch pythonic2: a block past MAX_BLOCK, read by the pythonic machine as it arrives
+    "lfm2": Format("lfm2-standin", "lfm2", 7,
+                   "<|tool_call_start|>[get_weather(city='Lisbon', notes='",
+                   "')]<|tool_call_end|>"),
 }
 
 

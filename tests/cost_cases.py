@@ -100,6 +100,11 @@ TEMPLATES: dict[str, str] = {
     # poolside Laguna (branch glm2): each call held whole
     "poolside_v1": ("<tool_call>NAME\n<arg_key>a</arg_key>\n<arg_value>VALUE</arg_value>\n"
                     "<arg_key>n</arg_key>\n<arg_value>1</arg_value>\n</tool_call>"),
+    # branch pythonic2: LFM2's pythonic list between markers, an echo after it
+    "lfm2": ('Sure. <|tool_call_start|>[NAME(a="VALUE", n=1), NAME(a="VALUE")]'
+             '<|tool_call_end|> VALUE <|tool_call_end|> done'),
+    "functiongemma": ("Sure. <start_function_call>call:NAME{a:<escape>VALUE<escape>,n:<escape>1"
+                      "<escape>}<end_function_call> VALUE <start_function_call>oops"),
 }
 """One complete call per tool format, as the model writes it."""
 

@@ -392,6 +392,32 @@ MESSAGE_DIFFERENCES.update({_case_name(n): ours for n, ours in (
 )})
 MESSAGE_REASONING.update({_case_name(3512): None, _case_name(3514): _THOUGHT,
                           _case_name(3516): None})
+# lfm2 (branch pythonic2, docs/vllm-compat/pythonic.md): vLLM streams the text around the
+# block unstripped and an echo after it before its end marker arrives, nothing for an
+# unreadable block or one cut off by the end of the output (or streams the first call of an
+# unreadable list); the message strips, drops the echo, or keeps the whole output as content.
+STREAM_AS_MESSAGE.update({_case_name(n): _case_name(n - 1) for n in (
+    5817, 5819, 5821, 5823, 5825, 5827, 5829, 5847, 5849, 5851, 5853, 5855, 5861, 5863, 5871,
+    5877, 5883)})
+# ... and its messages where we differ as for pythonic (README compatibility): the block is
+# read under tool_choice "required" and a named choice.
+MESSAGE_DIFFERENCES.update({_case_name(n): ours for n, ours in (
+    (5870, ("", [_PARIS_C], "tool_calls")),
+    (5876, ("", [_PARIS_C], "stop")),
+)})
+# functiongemma (branch pythonic2, docs/vllm-compat/gemma4.md): vLLM's stream closes each
+# argument with "}" as it goes ('{"city": "Paris"} "unit": "c"}'), numbers calls from the
+# start markers seen, streams text around and after calls, nothing for a header it cannot
+# read, and "" for arguments without pairs; the message reads the whole output.
+STREAM_AS_MESSAGE.update({_case_name(n): _case_name(n - 1) for n in (
+    5901, 5903, 5905, 5907, 5911, 5915, 5917, 5919, 5921, 5923, 5927, 5929, 5931, 5933, 5935,
+    5937, 5939, 5945, 5947, 5955, 5961, 5965, 5967)})
+# ... and its messages where we differ as for pythonic (README compatibility): the calls are
+# read under tool_choice "required" and a named choice.
+MESSAGE_DIFFERENCES.update({_case_name(n): ours for n, ours in (
+    (5954, ("", [_PARIS_C], "tool_calls")),
+    (5960, ("", [_PARIS_C], "stop")),
+)})
 # MiniMax M3 (docs/vllm-compat/minimax.md): vLLM's stream judges from the default prompt (which
 # mentions <mm:think>/</mm:think>) that reasoning has ended and streams an output's
 # <mm:think> block, tags included, as content; the message splits it
@@ -894,6 +920,7 @@ ISSUE_19_20: dict[tuple[int, int], tuple[int, str]] = {
     (4600, 4999): (84 + 58, "step5, holo2"),
     (8200, 8399): (110, "an engine format's reasoning parser with another family's tool parser"),
     (6200, 6599): (100 + 84, "hy_v4 6200-6299, poolside_v1 6300-6383"),
+    (5800, 6199): (84 + 68, "lfm2 5800-5883, functiongemma 5900-5967"),
 }
 """The recordings of issues 19 and 20 by number range: how many cases, of which names."""
 

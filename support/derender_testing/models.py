@@ -16,6 +16,7 @@ from derender.core.decoding.vocab import Vocabulary
 from derender.core.registry import ServedModel, load_vocabulary, read_model_info
 from derender_testing.tokenizer_variants import (
     copy_tokenizer,
+    derive_functiongemma_standin,
     derive_gemma4_standin,
     derive_gigachat3_standin,
     derive_granite4_standin,
@@ -24,6 +25,7 @@ from derender_testing.tokenizer_variants import (
     derive_internlm2_standin,
     derive_jamba_standin,
     derive_kimi_standin,
+    derive_lfm2_standin,
     derive_llama31_tools,
     derive_mistral_tools,
     derive_mistral_tools_v3,
@@ -46,7 +48,9 @@ MODEL_NAMES = ("qwen3", "mistral-7b", "deepseek-v4", "gpt2", "llama3.1", "llama3
                "olmo3-standin", "phi4-mini-standin", "jamba-standin",
                "internlm2-standin", "gigachat3-standin",
                # glm2
-               "hy4-standin", "poolside-standin")
+               "hy4-standin", "poolside-standin",
+               # branch pythonic2
+               "lfm2-standin", "functiongemma-standin")
 DERIVED = {"llama3.1-tools": ("llama3.1", derive_llama31_tools),
            "mistral-tools": ("mistral-7b", derive_mistral_tools),
            "mistral-tools-v3": ("mistral-7b", derive_mistral_tools_v3),
@@ -71,7 +75,10 @@ DERIVED = {"llama3.1-tools": ("llama3.1", derive_llama31_tools),
            "gigachat3-standin": ("gpt2", derive_gigachat3_standin),
            # glm2
            "hy4-standin": ("gpt2", derive_hy4_standin),
-           "poolside-standin": ("gpt2", derive_poolside_standin)}
+           "poolside-standin": ("gpt2", derive_poolside_standin),
+           # branch pythonic2
+           "lfm2-standin": ("gpt2", derive_lfm2_standin),
+           "functiongemma-standin": ("gemma3", derive_functiongemma_standin)}
 """Test models whose tokenizer files are derived from another's (``tokenizer_variants``)."""
 
 
@@ -127,7 +134,7 @@ def require_model(name: str) -> None:
     if not has_tokenizer(name):
         pytest.skip(LLAMA_MISSING if name.startswith("llama3.1") else
                     MINIMAX_MISSING if name.startswith("minimax") else
-                    GEMMA_MISSING if name.startswith("gemma4") else
+                    GEMMA_MISSING if name.startswith(("gemma4", "functiongemma")) else
                     f"no tokenizer for {name}")
 
 

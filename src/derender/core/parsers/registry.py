@@ -296,6 +296,10 @@ TOOL_RECORDS: tuple[ToolRecord, ...] = (
     # glm2: poolside Laguna (GLM-4's calls read by vLLM's regular expressions; calls held whole)
     _own("poolside_v1", "poolside", "FORMAT", 141, markers=(*QWEN3_TOOLS, *GLM_ARGS),
          reads=Reads.WITH_CALLS),
+    # branch pythonic2 (state tags 130-139): LFM2's pythonic list between special tokens
+    _own("lfm2", "lfm2", "FORMAT", 130),
+    # FunctionGemma's call:NAME{key:<escape>value<escape>} between special tokens
+    _own("functiongemma", "functiongemma", "FORMAT", 131),
 )
 """The tool-call formats."""
 
