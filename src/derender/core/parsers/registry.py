@@ -205,6 +205,8 @@ INTERNLM_ACTION = (Marker(37, "<|action_start|>"), Marker(38, "<|plugin|>"),
                    Marker(39, "<|action_end|>"))
 GIGACHAT3_MARKERS = (Marker(40, "<|message_sep|>"), Marker(41, "<|role_sep|>"),
                      Marker(42, "<|function_call|>"))
+# kimi3 (issue 20): Kimi K3's XTML tag tokens
+KIMI_K3_XTML = (Marker(43, "<|open|>"), Marker(44, "<|close|>"), Marker(45, "<|sep|>"))
 
 QWEN3_TOOLS = (TOOL_CALL, END_TOOL_CALL)
 QWEN3_REASONING = (THINK, END_THINK, TOOL_CALL, *CHATML)
@@ -284,6 +286,10 @@ TOOL_RECORDS: tuple[ToolRecord, ...] = (
             reads=_EVERY),
     _engine("minimax_m3", "minimax", "M3", 56, "minimax_m3", markers=(MINIMAX_M3_NS,),
             reads=Reads.WITH_CALLS),
+    # kimi3 (issue 20): Kimi K3's XTML channels (tags 160-169), its own machine started as an
+    # engine record's (the engine's pairing rules)
+    _engine("kimi_k3", "kimi_k3", "FORMAT", 160, "kimi_k3", markers=KIMI_K3_XTML,
+            reads=_EVERY),
     ToolRecord("openai", None, Machine.HARMONY, None),
 )
 """The tool-call formats."""
@@ -331,6 +337,10 @@ REASONING_RECORDS: tuple[ReasoningRecord, ...] = (
     _engine_reasoning("glm47", "glm", "glm47", "glm", "thinking"),
     _engine_reasoning("ling3", "ling3", "ling3", "glm", "thinking"),
     _engine_reasoning("minimax_m2", "minimax_m2", "minimax_m2", "minimax", "m2_thinking"),
+    # kimi3 (issue 20): read by kimi_k3's machine (with its tool parser, or alone)
+    ReasoningRecord("kimi_k3", Machine.ENGINE, thinking=Thinking.KWARGS,
+                    switch=Ref(_F + "kimi_k3", "thinking"), family="kimi_k3",
+                    reasoning_config="kimi_k3", markers=KIMI_K3_XTML),
     ReasoningRecord("openai_gptoss", Machine.HARMONY),
 )
 """The reasoning formats."""
