@@ -53,11 +53,11 @@ SERVERS = {K: _server(True, True, "kimi_k3 tool and reasoning parsers", K),
            KT: _server(True, False, "kimi_k3 tool parser", KT),
            KR: _server(False, True, "kimi_k3 reasoning parser", KR)}
 
-O, C, S = "<|open|>", "<|close|>", "<|sep|>"
+OPEN, C, S = "<|open|>", "<|close|>", "<|sep|>"
 
 
 def el(name: str, body: str, attrs: str = "") -> str:
-    return f"{O}{name}{attrs}{S}{body}{C}{name}{S}"
+    return f"{OPEN}{name}{attrs}{S}{body}{C}{name}{S}"
 
 
 def arg(key: str, typ: str | None, value: str) -> str:
@@ -108,11 +108,11 @@ OUTPUTS = {
                                arg("label", None, "untyped"))),
     "unknown_tool": tools(call("get_stock", 1, arg("symbol", "string", "ACME"))),
     "no_tool_attr": tools(el("call", arg("city", "string", "Paris"), ' index="1"'), PARIS),
-    "no_call_close": tools(f'{O}call tool="get_weather" index="1"{S}'
+    "no_call_close": tools(f'{OPEN}call tool="get_weather" index="1"{S}'
                            + arg("city", "string", "Paris")),
-    "no_tools_close": f"{O}tools{S}" + PARIS,
-    "spaced": resp("Hi") + f"{O} tools {S}\n{O}call tool=\"get_weather\" index=\"1\"{S}\n"
-    + f"{O} argument key=\"city\" type=\"string\" {S}Paris{C} argument {S}\n{C} call {S}\n"
+    "no_tools_close": f"{OPEN}tools{S}" + PARIS,
+    "spaced": resp("Hi") + f"{OPEN} tools {S}\n{OPEN}call tool=\"get_weather\" index=\"1\"{S}\n"
+    + f"{OPEN} argument key=\"city\" type=\"string\" {S}Paris{C} argument {S}\n{C} call {S}\n"
     + f"{C} tools {S}",
     "newlines": resp("\nHi\n") + "\n" + tools("\n" + PARIS + "\n") + "\n",
     "blank_response": resp("\n \n") + SINGLE,
@@ -122,9 +122,9 @@ OUTPUTS = {
     "text_between": resp("Hi") + "loose text" + SINGLE,
     "markers_in_value": tools(call("get_weather", 1, arg("city", "string", "a<b>c</b> & d|"))),
 }
-TRUNC_NAME = f'{O}tools{S}{O}call tool="get_wea'
-TRUNC_ARGS = f'{O}tools{S}{O}call tool="get_weather" index="1"{S}' \
-    + f'{O}argument key="city" type="string"{S}Par'
+TRUNC_NAME = f'{OPEN}tools{S}{OPEN}call tool="get_wea'
+TRUNC_ARGS = f'{OPEN}tools{S}{OPEN}call tool="get_weather" index="1"{S}' \
+    + f'{OPEN}argument key="city" type="string"{S}Par'
 LEAD = THOUGHT + THINK_END
 NOT_THINKING: dict[str, Any] = {"chat_template_kwargs": {"thinking": False}}
 NOT_ENABLED: dict[str, Any] = {"chat_template_kwargs": {"enable_thinking": False}}
@@ -164,16 +164,16 @@ def k3_cases() -> list[_Case]:
     cases += Case(K, "no_message_close", LEAD + OUTPUTS["content_before"], "small")
     cases += Case(K, "truncated_name", LEAD + resp("Hi") + TRUNC_NAME, "small", None)
     cases += Case(K, "truncated_args", LEAD + resp("Hi") + TRUNC_ARGS, "small", None)
-    cases += Case(K, "truncated_response", LEAD + O + "response" + S + "Hello wor", "small",
+    cases += Case(K, "truncated_response", LEAD + OPEN + "response" + S + "Hello wor", "small",
                   None)
     cases += Case(K, "reasoning_only", THOUGHT + " " + WIDE, "small", None)
     cases += Case(K, "reasoning_content", LEAD + resp(PLAIN) + END, "small")
-    cases += Case(K, "response_unclosed", LEAD + O + "response" + S + PLAIN + END, "small")
+    cases += Case(K, "response_unclosed", LEAD + OPEN + "response" + S + PLAIN + END, "small")
     cases += Case(K, "bare_content", LEAD + PLAIN, "small")
     cases += Case(K, "no_reasoning_response", resp(PLAIN) + END, "small")
     cases += Case(K, "no_reasoning_tools", SINGLE + END, "small")
-    cases += Case(K, "think_open_written", O + "think" + S + LEAD + resp(PLAIN) + END, "small")
-    cases += Case(K, "text_before_think_open", "abc" + O + "think" + S + LEAD + resp(PLAIN)
+    cases += Case(K, "think_open_written", OPEN + "think" + S + LEAD + resp(PLAIN) + END, "small")
+    cases += Case(K, "text_before_think_open", "abc" + OPEN + "think" + S + LEAD + resp(PLAIN)
                   + END, "small")
     cases += Case(K, "second_think_close", LEAD + resp(PLAIN + THINK_END + "x") + END, "small")
     cases += Case(K, "spaced_think_close", THOUGHT + C + " think " + S + resp(PLAIN) + END,

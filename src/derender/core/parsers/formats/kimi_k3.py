@@ -180,6 +180,8 @@ class _Run:
 
     def text(self, text: str) -> None:
         """``text`` read in the current phase."""
+        if not text:
+            return
         phase = self.phase
         if phase == REASONING:
             self.think(text)
@@ -203,7 +205,8 @@ class _Run:
             self.set(STRING)
 
     def emit(self, arguments: str) -> None:
-        self.deltas.append(ToolCallDelta(self.calls - 1, None, arguments))
+        if arguments:
+            self.deltas.append(ToolCallDelta(self.calls - 1, None, arguments))
 
     # tags
 
