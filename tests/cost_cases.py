@@ -93,6 +93,12 @@ TEMPLATES: dict[str, str] = {
     "gigachat3": ('Sure.<|message_sep|>\n\nfunction call<|role_sep|>\n{"name": "NAME", '
                   '"arguments": {"a": "VALUE", "n": 1}}'),
 }
+# kimi3 (issue 20): Kimi K3's XTML channels
+K3_CALL = ('<|open|>call tool="NAME" index="1"<|sep|><|open|>argument key="a" type="string"<|sep|>'
+           'VALUE<|close|>argument<|sep|><|open|>argument key="n" type="number"<|sep|>1'
+           '<|close|>argument<|sep|><|close|>call<|sep|>')
+TEMPLATES["kimi_k3"] = ("<|open|>response<|sep|>VALUE<|close|>response<|sep|><|open|>tools<|sep|>"
+                        + K3_CALL + "<|close|>tools<|sep|><|close|>message<|sep|>")
 """One complete call per tool format, as the model writes it."""
 
 DSML_HEAD = '<｜DSML｜tool_calls>\n<｜DSML｜invoke name="f">\n'
@@ -126,6 +132,9 @@ PARAMETERS["deepseek_v41"] = tuple(  # type: ignore[assignment]
 PARAMETERS["glm45"] = PARAMETERS["glm47"]
 PARAMETERS["ling3"] = PARAMETERS["glm47"]
 PARAMETERS["hy_v3"] = ("<tool_calls><tool_call>f<tool_sep>", *PARAMETERS["glm47"][1:])
+PARAMETERS["kimi_k3"] = ('<|open|>tools<|sep|><|open|>call tool="f"<|sep|>',
+                         '<|open|>argument key="a" type="string"<|sep|>x<|close|>argument<|sep|>',
+                         '<|open|>argument key="a" type="object"<|sep|>x')
 
 THINK = "<think>reasoning VALUE</think>\n\n"
 REASONING_TEMPLATES: dict[str, str] = {
@@ -140,6 +149,7 @@ REASONING_TEMPLATES: dict[str, str] = {
     "holo2": THINK, "ling3": THINK, "hy_v3": THINK,
     "minimax_m2": THINK + "<minimax:tool_call>",
     "olmo3": "<think>reasoning VALUE</think>answer",
+    "kimi_k3": "reasoning VALUE<|close|>think<|sep|>",  # kimi3 (issue 20)
 }
 """Text each reasoning parser reads markers in."""
 
@@ -152,6 +162,7 @@ PAIRS: tuple[tuple[str | None, str | None], ...] = (
     ("deepseek_v4", "deepseek_v4"), ("deepseek_v41", "deepseek_v41"), ("glm47", "glm47"),
     ("minimax_m2", "minimax_m2"), ("minimax_m3", "minimax_m3"), ("step5", "step5"),
     ("holo2", "hermes"), ("ling3", "ling3"), ("hy_v3", "hy_v3"),
+    ("kimi_k3", "kimi_k3"),  # kimi3 (issue 20)
 )
 """(reasoning parser, tool parser) pairings: every tool format and every reasoning parser
 alone, and each family's own pairing (step3p5 and nemotron_v3 with qwen3_coder, issue 22)."""
