@@ -353,3 +353,12 @@ def test_the_stand_in_carries_k3_tokens_at_their_public_ids() -> None:
         assert vocab.token_id(token) == token_id
     assert tokenizer(MODEL).encode(f"{OPEN}think{SEP}", add_special_tokens=False).ids == [
         163587, 14925, 163589]
+
+
+def test_the_context_bound_is_read_from_the_text_config() -> None:
+    """vLLM reads ``max_position_embeddings`` from the text model's config: K3's folder nests
+    it under ``text_config`` (131072 in the stand-in's), not at the top."""
+    from derender.core.registry import read_model_info  # noqa: PLC0415
+    from derender_testing.models import model_folder  # noqa: PLC0415
+
+    assert read_model_info(model_folder(MODEL)).max_model_len == 131072
