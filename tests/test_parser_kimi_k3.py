@@ -27,7 +27,8 @@ from derender.core.parsers.formats.kimi_k3 import CLOSE, MAX_TAG, MAX_VALUE, OPE
 from derender.core.parsers.registry import MARKER_INDEX, TOOLS_BY_TAG
 from derender.core.parsers.tools import ToolContext
 from derender.core.state.codec import Reader, Writer, utf8_size
-from derender_testing.models import tokenizer, vocabulary
+from derender.core.registry import read_model_info
+from derender_testing.models import model_folder, tokenizer, vocabulary
 from derender_testing.tool_streams import check_written, requests, run_both, spoil
 from tests.test_parser_properties import PROPS
 
@@ -358,7 +359,4 @@ def test_the_stand_in_carries_k3_tokens_at_their_public_ids() -> None:
 def test_the_context_bound_is_read_from_the_text_config() -> None:
     """vLLM reads ``max_position_embeddings`` from the text model's config: K3's folder nests
     it under ``text_config`` (131072 in the stand-in's), not at the top."""
-    from derender.core.registry import read_model_info  # noqa: PLC0415
-    from derender_testing.models import model_folder  # noqa: PLC0415
-
     assert read_model_info(model_folder(MODEL)).max_model_len == 131072
