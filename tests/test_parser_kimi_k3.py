@@ -26,8 +26,8 @@ from derender.core.parsers.formats import kimi_k3
 from derender.core.parsers.formats.kimi_k3 import CLOSE, MAX_TAG, MAX_VALUE, OPEN, SEP
 from derender.core.parsers.registry import MARKER_INDEX, TOOLS_BY_TAG
 from derender.core.parsers.tools import ToolContext
-from derender.core.state.codec import Reader, Writer, utf8_size
 from derender.core.registry import read_model_info
+from derender.core.state.codec import Reader, Writer, utf8_size
 from derender_testing.models import model_folder, tokenizer, vocabulary
 from derender_testing.tool_streams import check_written, requests, run_both, spoil
 from tests.test_parser_properties import PROPS
