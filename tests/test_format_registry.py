@@ -54,7 +54,8 @@ def test_the_marker_table_is_the_one_states_were_issued_with() -> None:
     assert list(MARKUP[:34]) == COMPAT["markup"]
     assert MARKUP[34:] == ("<tool_calls>", "</tool_calls>", "<tool_sep>",  # issue 19: Hy3 (jamba)
                            "<|action_start|>", "<|plugin|>", "<|action_end|>",  # InternLM2
-                           "<|message_sep|>", "<|role_sep|>", "<|function_call|>")  # GigaChat 3
+                           "<|message_sep|>", "<|role_sep|>", "<|function_call|>",  # GigaChat 3
+                           "<|open|>", "<|close|>", "<|sep|>")  # issue 20: Kimi K3 (kimi3)
 
 
 
