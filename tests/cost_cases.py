@@ -94,7 +94,7 @@ TEMPLATES: dict[str, str] = {
                   '"arguments": {"a": "VALUE", "n": 1}}'),
 }
 # kimi3 (issue 20): Kimi K3's XTML channels
-K3_CALL = ('<|open|>call tool="NAME" index="1"<|sep|><|open|>argument key="a" type="string"<|sep|>'
+K3_CALL = ('<|open|>call tool="NAME"<|sep|><|open|>argument key="a" type="string"<|sep|>'
            'VALUE<|close|>argument<|sep|><|open|>argument key="n" type="number"<|sep|>1'
            '<|close|>argument<|sep|><|close|>call<|sep|>')
 TEMPLATES["kimi_k3"] = ("<|open|>response<|sep|>VALUE<|close|>response<|sep|><|open|>tools<|sep|>"

@@ -30,7 +30,9 @@ from derender.core.registry import read_model_info
 from derender.core.state.codec import Reader, Writer, utf8_size
 from derender_testing.models import model_folder, tokenizer, vocabulary
 from derender_testing.tool_streams import check_written, requests, run_both, spoil
+from tests import cost_cases
 from tests.test_parser_properties import PROPS
+from tests.test_state_bounds import CAP, issued
 
 MODEL = "kimi-k3-standin"
 SPELL = {m: chr(STAND_IN + MARKER_INDEX[m]) for m in (OPEN, CLOSE, SEP)}
@@ -360,3 +362,21 @@ def test_the_context_bound_is_read_from_the_text_config() -> None:
     """vLLM reads ``max_position_embeddings`` from the text model's config: K3's folder nests
     it under ``text_config`` (131072 in the stand-in's), not at the top."""
     assert read_model_info(model_folder(MODEL)).max_model_len == 131072
+
+
+def test_holdbacks_full_of_wide_characters_degrade_within_the_state_cap() -> None:
+    """A typed value, a tag header and whitespace of 4-byte (3-byte) characters past their
+    bounds: every state the service would issue stays under ``DERENDER_MAX_STATE_CHARS`` (the
+    value becomes a string, the header text, the whitespace is emitted: README
+    compatibility), none is refused."""
+    setup = cost_cases.settings("kimi_k3", "kimi_k3")
+    wide, space = "\U0001F600" * 3000, "\u3000" * 400
+    text = (space + THOUGHT + THINK_END + space + f'{OPEN}tools{SEP}{OPEN}call tool="{wide}"{SEP}'
+            + call("f", arg("n", "number", wide), arg("s", "string", wide)) + space)
+    state = cost_cases.start(setup)
+    arguments = ""
+    for at in range(0, len(text), 37):
+        delta, state = parsers.feed(setup, state, text[at:at + 37], False)
+        arguments += "".join(c.arguments for c in delta.calls)
+        assert len(issued(state)) <= CAP
+    assert json.loads(arguments) == {"n": wide, "s": wide}
