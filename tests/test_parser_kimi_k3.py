@@ -380,3 +380,18 @@ def test_holdbacks_full_of_wide_characters_degrade_within_the_state_cap() -> Non
         arguments += "".join(c.arguments for c in delta.calls)
         assert len(issued(state)) <= CAP
     assert json.loads(arguments) == {"n": wide, "s": wide}
+
+
+def test_pairing() -> None:
+    """README compatibility: the ``kimi_k3`` reasoning parser serves with its own tool parser
+    or alone (vLLM pairs it with any); the tool parser after another family's reasoning parser
+    reads the content as it does alone."""
+    assert parsers.pairing_error("kimi_k3", "kimi_k3") is None
+    assert parsers.pairing_error("kimi_k3", None) is None
+    assert parsers.pairing_error(None, "kimi_k3") is None
+    assert parsers.pairing_error("qwen3", "kimi_k3") is None
+    error = parsers.pairing_error("kimi_k3", "hermes")
+    assert error is not None and "kimi_k3" in error
+    assert parsers.engine_mode("qwen3", "kimi_k3") == "foreign"
+    out = "Let me check." + f"{CLOSE}response{SEP}" + el("tools", PARIS) + END
+    assert parse(out, thinking=False, mode="foreign") == parse(out, thinking=False, mode=TOOLS_ONLY)
