@@ -195,6 +195,13 @@ FORMATS = {
                             "<start_function_call>call:get_weather{city:<escape>Lisbon<escape>,"
                             "notes:<escape>", "<escape>}<end_function_call>", lead="content"),
 }
+# kimi_k3 (issue 20, branch kimi3): Kimi K3's XTML channels on its stand-in vocabulary
+FORMATS["kimi_k3"] = Format(
+    "Kimi K3", "kimi-k3-standin", "kimi-k3-standin", "kimi-k3-standin", "kimi_k3", 163586,
+    '<|close|>think<|sep|><|open|>tools<|sep|><|open|>call tool="get_weather" index="1"<|sep|>'
+    '<|open|>argument key="city" type="string"<|sep|>Lisbon<|close|>argument<|sep|>'
+    '<|open|>argument key="notes" type="string"<|sep|>',
+    "<|close|>argument<|sep|><|close|>call<|sep|><|close|>tools<|sep|><|close|>message<|sep|>")
 FORMATS["holo2"] = Format("Holo2", "qwen3", "qwen3", "qwen3", "qwen3_coder", 151645,
                           FORMATS["step5"].head, FORMATS["step5"].tail, reasoning_parser="holo2",
                           folder=REPO / "layers" / "tokenizers" / "qwen3")

@@ -106,6 +106,12 @@ TEMPLATES: dict[str, str] = {
     "functiongemma": ("Sure. <start_function_call>call:NAME{a:<escape>VALUE<escape>,n:<escape>1"
                       "<escape>}<end_function_call> VALUE <start_function_call>oops"),
 }
+# kimi3 (issue 20): Kimi K3's XTML channels
+K3_CALL = ('<|open|>call tool="NAME"<|sep|><|open|>argument key="a" type="string"<|sep|>'
+           'VALUE<|close|>argument<|sep|><|open|>argument key="n" type="number"<|sep|>1'
+           '<|close|>argument<|sep|><|close|>call<|sep|>')
+TEMPLATES["kimi_k3"] = ("<|open|>response<|sep|>VALUE<|close|>response<|sep|><|open|>tools<|sep|>"
+                        + K3_CALL + "<|close|>tools<|sep|><|close|>message<|sep|>")
 """One complete call per tool format, as the model writes it."""
 
 DSML_HEAD = '<｜DSML｜tool_calls>\n<｜DSML｜invoke name="f">\n'
@@ -144,6 +150,9 @@ PARAMETERS["hy_v4"] = ("<tool_calls:opensource><tool_call:opensource>f",  # glm2
                        "</arg_value:opensource>",
                        "<arg_key:opensource>a</arg_key:opensource><arg_value:opensource>x")
 PARAMETERS["poolside_v1"] = ("<tool_call>f\n", *PARAMETERS["glm47"][1:])  # glm2
+PARAMETERS["kimi_k3"] = ('<|open|>tools<|sep|><|open|>call tool="f"<|sep|>',
+                         '<|open|>argument key="a" type="string"<|sep|>x<|close|>argument<|sep|>',
+                         '<|open|>argument key="a" type="object"<|sep|>x')
 
 THINK = "<think>reasoning VALUE</think>\n\n"
 REASONING_TEMPLATES: dict[str, str] = {
@@ -160,6 +169,7 @@ REASONING_TEMPLATES: dict[str, str] = {
     "olmo3": "<think>reasoning VALUE</think>answer",
     "hy_v4": "<think:opensource>reasoning VALUE</think:opensource>\n\n",  # glm2
     "poolside_v1": THINK,  # glm2
+    "kimi_k3": "reasoning VALUE<|close|>think<|sep|>",  # kimi3 (issue 20)
 }
 """Text each reasoning parser reads markers in."""
 
@@ -174,6 +184,7 @@ PAIRS: tuple[tuple[str | None, str | None], ...] = (
     ("holo2", "hermes"), ("ling3", "ling3"), ("hy_v3", "hy_v3"),
     ("glm47", "hermes"), ("deepseek_v4", "qwen3_coder"), ("minimax_m2", "pythonic"),
     ("hy_v4", "hy_v4"), ("poolside_v1", "poolside_v1"),  # glm2
+    ("kimi_k3", "kimi_k3"),  # kimi3 (issue 20)
 )
 """(reasoning parser, tool parser) pairings: every tool format and every reasoning parser
 alone, and each family's own pairing (step3p5 and nemotron_v3 with qwen3_coder, issue 22),

@@ -59,6 +59,7 @@ def test_the_marker_table_is_the_one_states_were_issued_with() -> None:
     assert MARKUP[43:53] == tuple(f"<{tag}:opensource>" for tag in (
         "think", "/think", "tool_calls", "/tool_calls", "tool_call", "/tool_call", "arg_key",
         "/arg_key", "arg_value", "/arg_value"))
+    assert MARKUP[53:56] == ("<|open|>", "<|close|>", "<|sep|>")  # issue 20: Kimi K3 (kimi3)
 
 
 

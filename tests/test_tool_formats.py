@@ -66,7 +66,8 @@ def test_every_format_is_registered_with_its_own_tag_and_state() -> None:
             "granite-20b-fc", "longcat", "step5", "ling3", "hy_v3",
             "llama4_pythonic", "olmo3", "phi4_mini_json", "jamba", "internlm", "gigachat3",
             "hy_v4", "poolside_v1",
-            "lfm2", "functiongemma"} == set(
+            "lfm2", "functiongemma",
+            "kimi_k3"} == set(
                 {r.name for r in TOOL_RECORDS if r.tag is not None})
     own = [r.name for r in TOOL_RECORDS if r.machine is Machine.OWN]
     assert len({parsers.tool_format(name).state_type for name in own}) == len(own)
@@ -87,7 +88,8 @@ def test_engine_formats_pair_with_their_family() -> None:
     reasoning parser alone no calls (tool tags are text: 1310-1316, 1328-1334). An engine
     reasoning parser with another family's tool parser is refused (not recorded)."""
     engine_formats = {"deepseek_v32", "deepseek_v4", "deepseek_v41", "glm45", "glm47",
-                      "minimax_m2", "minimax_m3", "ling3", "hy_v3"}
+                      "minimax_m2", "minimax_m3", "ling3", "hy_v3",
+                      "kimi_k3"}  # its own machine, started and paired as an engine record's
     assert engine_formats == {r.name for r in TOOL_RECORDS if r.machine is Machine.ENGINE}
     modes = {("deepseek_v4", "deepseek_v4"): "both", ("deepseek_v41", "deepseek_v41"): "both",
              ("glm45", "glm45"): "both", ("glm47", "glm47"): "both", ("glm45", "glm47"): "both",

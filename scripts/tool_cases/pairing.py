@@ -19,7 +19,9 @@ deepseek-v4.1-native minimax-m2.7`` first):
         --tool-call-parser pythonic --enable-auto-tool-choice
     "$VLLM_PEER"/start.sh deepseek-v4.1-native 8305 --reasoning-parser deepseek_v41 \\
         --tool-call-parser qwen3_coder --enable-auto-tool-choice
-    .venv/bin/python scripts/record_tool_fixtures.py pairing 8301 8302 8303 8304 8305
+    "$VLLM_PEER"/start.sh kimi-k3-standin 8306 --tokenizer-mode kimi_k3 \\
+        --reasoning-parser kimi_k3 --tool-call-parser hermes --enable-auto-tool-choice
+    .venv/bin/python scripts/record_tool_fixtures.py pairing 8301 8302 8303 8304 8305 8306
 
 Every case is recorded non-streaming and then streamed.
 """
@@ -39,12 +41,19 @@ PAIRS = {  # server key: (model, reasoning parser, tool parser, EOS id)
     "v4_hermes": ("deepseek-v4-native", "deepseek_v4", "hermes", 1),
     "m2_pythonic": ("minimax-m2.7", "minimax_m2", "pythonic", 200020),
     "v41_qwen3_coder": ("deepseek-v4.1-native", "deepseek_v41", "qwen3_coder", 1),
+    # Kimi K3's reasoning parser with hermes (vLLM's KimiK3Parser around both), on the
+    # kimi-k3-standin folder (scripts/tool_cases/kimi_k3.py)
+    "k3_hermes": ("kimi-k3-standin", "kimi_k3", "hermes", 163586),
 }
+EXTRA_FLAGS = {"k3_hermes": ["--tokenizer-mode", "kimi_k3"]}
+LEADS = {"k3_hermes": "<|close|>think<|sep|>"}
+"""The end of the reasoning where it is not ``</think>``."""
 
 
 def _server(key: str) -> Server:
     model, reasoning, tool, _ = PAIRS[key]
-    return Server(model, ["--served-model-name", model, "--reasoning-parser", reasoning,
+    return Server(model, ["--served-model-name", model, *EXTRA_FLAGS.get(key, []),
+                          "--reasoning-parser", reasoning,
                           "--tool-call-parser", tool, "--enable-auto-tool-choice"],
                   f"{reasoning} reasoning parser with the {tool} tool parser",
                   f"{reasoning}-with-{tool}",
@@ -73,7 +82,7 @@ CALLS = {
 def server_cases(key: str) -> list[_Case]:
     model, _, tool, eos = PAIRS[key]
     glm = model.startswith("glm")
-    lead = THOUGHT + ("</think>" if glm else "</think>\n\n")
+    lead = THOUGHT + LEADS.get(key, "</think>" if glm else "</think>\n\n")
     call, second = CALLS[tool]
     parallel = second if tool == "pythonic" else call + "\n" + second
     off: dict[str, Any] = {"chat_template_kwargs": (

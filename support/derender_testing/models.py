@@ -24,6 +24,7 @@ from derender_testing.tokenizer_variants import (
     derive_hy4_standin,
     derive_internlm2_standin,
     derive_jamba_standin,
+    derive_kimi_k3_standin,
     derive_kimi_standin,
     derive_lfm2_standin,
     derive_llama31_tools,
@@ -50,7 +51,9 @@ MODEL_NAMES = ("qwen3", "mistral-7b", "deepseek-v4", "gpt2", "llama3.1", "llama3
                # glm2
                "hy4-standin", "poolside-standin",
                # branch pythonic2
-               "lfm2-standin", "functiongemma-standin")
+               "lfm2-standin", "functiongemma-standin",
+               # kimi3 (issue 20)
+               "kimi-k3-standin")
 DERIVED = {"llama3.1-tools": ("llama3.1", derive_llama31_tools),
            "mistral-tools": ("mistral-7b", derive_mistral_tools),
            "mistral-tools-v3": ("mistral-7b", derive_mistral_tools_v3),
@@ -78,7 +81,9 @@ DERIVED = {"llama3.1-tools": ("llama3.1", derive_llama31_tools),
            "poolside-standin": ("gpt2", derive_poolside_standin),
            # branch pythonic2
            "lfm2-standin": ("gpt2", derive_lfm2_standin),
-           "functiongemma-standin": ("gemma3", derive_functiongemma_standin)}
+           "functiongemma-standin": ("gemma3", derive_functiongemma_standin),
+           # kimi3 (issue 20)
+           "kimi-k3-standin": ("gpt2", derive_kimi_k3_standin)}
 """Test models whose tokenizer files are derived from another's (``tokenizer_variants``)."""
 
 

@@ -135,8 +135,9 @@ offline here, so the base vocabulary below 163584 is GPT-2's (``gpt2``, 50,257 i
 produced by the BPE merges) up to 163583."""
 
 
-def _kimi_added(token_id: int) -> dict[str, Any]:
-    return {"content": KIMI_SPECIAL.get(token_id, f"<|reserved_token_{token_id}|>"),
+def _kimi_added(token_id: int, special: dict[int, str] | None = None) -> dict[str, Any]:
+    table = KIMI_SPECIAL if special is None else special
+    return {"content": table.get(token_id, f"<|reserved_token_{token_id}|>"),
             "single_word": False, "lstrip": False, "rstrip": False, "normalized": False,
             "special": True}
 
@@ -144,23 +145,48 @@ def _kimi_added(token_id: int) -> dict[str, Any]:
 def derive_kimi_standin(source: Path, target: Path) -> bool:
     """``target``'s tokenizer files from ``source``'s (GPT-2's): the stand-in Kimi K2
     vocabulary (``KIMI_SPECIAL``). Deterministic; git-ignored like the other derived files."""
+    return _derive_kimi(source, target, KIMI_SPECIAL, "[EOS]")
+
+
+def _derive_kimi(source: Path, target: Path, special: dict[int, str], eos: str) -> bool:
     def build(tokenizer: Any, config: Any) -> None:
         vocab = tokenizer["model"]["vocab"]
         for token_id in range(len(vocab), KIMI_BASE_SIZE):
             vocab[f"<|standin_pad_{token_id}|>"] = token_id
-        added = [{"id": i, **_kimi_added(i)} for i in range(KIMI_BASE_SIZE, KIMI_VOCAB_SIZE)]
+        added = [{"id": i, **_kimi_added(i, special)}
+                 for i in range(KIMI_BASE_SIZE, KIMI_VOCAB_SIZE)]
         tokenizer["added_tokens"] = [*tokenizer["added_tokens"], *added]
         config.clear()
         config.update({
             "added_tokens_decoder": {str(t["id"]): {k: v for k, v in t.items() if k != "id"}
                                      for t in tokenizer["added_tokens"]},
-            "bos_token": "[BOS]", "eos_token": "[EOS]", "unk_token": None, "pad_token": None,
+            "bos_token": "[BOS]", "eos_token": eos, "unk_token": None, "pad_token": None,
             "add_bos_token": False, "add_eos_token": False,
             "clean_up_tokenization_spaces": False, "model_max_length": 262144,
             "tokenizer_class": "PreTrainedTokenizerFast"})
 
     return derive(source, target, build)
 
+
+KIMI_K3_SPECIAL = {163584: "[BOS]", 163585: "[EOS]", 163586: "<|end_of_msg|>",
+                   163587: "<|open|>", 163588: "<|close|>", 163589: "<|sep|>",
+                   163590: "[start_header_id]", 163591: "[end_header_id]", 163593: "[EOT]",
+                   163602: "<|media_begin|>", 163603: "<|media_content|>",
+                   163604: "<|media_end|>", 163605: "<|media_pad|>",
+                   163649: "<osagent_mode>", 163838: "[UNK]", 163839: "[PAD]"}
+"""``kimi-k3-standin``: Kimi K3's special tokens at the ids two public ports of its tokenizer
+give (unverified against Moonshot's own file, which cannot be had offline here): the XTML
+markers ``<|open|>`` 163587, ``<|close|>`` 163588, ``<|sep|>`` 163589 and the end of a message
+``<|end_of_msg|>`` 163586. K3 shares K2's tiktoken ranks; as for ``kimi-k2-standin`` the base
+vocabulary below 163584 is GPT-2's padded with unreachable ``<|standin_pad_N|>`` entries and the
+other ids of 163584-163839 are ``<|reserved_token_N|>``."""
+
+
+def derive_kimi_k3_standin(source: Path, target: Path) -> bool:
+    """``target``'s tokenizer files from ``source``'s (GPT-2's): the stand-in Kimi K3
+    vocabulary (``KIMI_K3_SPECIAL``). Deterministic; git-ignored like the other derived
+    files."""
+    return _derive_kimi(source, target, KIMI_K3_SPECIAL, "[EOS]")
 
 GRANITE4_BASE_SIZE = 100_256
 GRANITE4_SPECIAL = {

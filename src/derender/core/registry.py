@@ -126,7 +126,11 @@ def read_model_info(folder: Path, parsers: ParserChoice | None = None,
     pairing = pairing_error(manifest.get("reasoning_parser"), manifest.get("tool_parser"))
     if pairing is not None:
         raise RuntimeError(f"{folder.name}: {pairing}")
-    lengths = [v for k in _LENGTH_KEYS if isinstance(v := config.get(k), int) and v > 0]
+    # vLLM reads the context bound from the text model's config (``get_hf_text_config``):
+    # ``text_config`` where the folder nests one (Kimi K3)
+    text_config = config.get("text_config")
+    bounds = text_config if isinstance(text_config, dict) else config
+    lengths = [v for k in _LENGTH_KEYS if isinstance(v := bounds.get(k), int) and v > 0]
     max_len = manifest.get("max_model_len") or min(lengths, default=None)
     return ModelInfo(
         folder=folder,

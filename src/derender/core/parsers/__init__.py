@@ -352,7 +352,8 @@ def parser_settings(reasoning_parser: str | None, tool_parser: str | None,
              and (choice != "none" or under_none))
     as_called = (tool is not None and tool.without_tools is WithoutTools.AS_CALLED
                  and not request.tools and not legacy)
-    tools = tools or as_called
+    tools = tools or as_called or (pair.front is not None and own is not None
+                                   and own.foreign_tools_read_all)
     keep = forced or (choice == "auto" and tools and bool(request.tools))
     engine_reasoning, mode = pair.engine_reasoning, pair.mode
     if tool is not None and tool.reads is Reads.WITH_CALLS:

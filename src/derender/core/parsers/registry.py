@@ -170,6 +170,10 @@ class ReasoningRecord:
     tool parser reads calls only when they may be returned (``tools`` given, ``tool_choice``
     not "none"), whatever its ``under_none`` and ``without_tools`` (vLLM's ``_engine_based``
     in ``parser/abstract_parser.py``; step5 4646, 4652)."""
+    foreign_tools_read_all: bool = False
+    """Paired with another family's tool parser, that parser reads every output: without
+    ``tools`` or under ``tool_choice`` "none" its calls are dropped and its content kept
+    (vLLM's ``KimiK3Parser._extract_tool_calls``; recordings 8320, 8322)."""
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -211,6 +215,8 @@ HY4_CALLS = (Marker(45, "<tool_calls:opensource>"), Marker(46, "</tool_calls:ope
              Marker(47, "<tool_call:opensource>"), Marker(48, "</tool_call:opensource>"),
              Marker(49, "<arg_key:opensource>"), Marker(50, "</arg_key:opensource>"),
              Marker(51, "<arg_value:opensource>"), Marker(52, "</arg_value:opensource>"))
+# kimi3 (issue 20): Kimi K3's XTML tag tokens
+KIMI_K3_XTML = (Marker(53, "<|open|>"), Marker(54, "<|close|>"), Marker(55, "<|sep|>"))
 
 QWEN3_TOOLS = (TOOL_CALL, END_TOOL_CALL)
 QWEN3_REASONING = (THINK, END_THINK, TOOL_CALL, *CHATML)
@@ -290,6 +296,10 @@ TOOL_RECORDS: tuple[ToolRecord, ...] = (
             reads=_EVERY),
     _engine("minimax_m3", "minimax", "M3", 56, "minimax_m3", markers=(MINIMAX_M3_NS,),
             reads=Reads.WITH_CALLS),
+    # kimi3 (issue 20): Kimi K3's XTML channels (tags 160-169), its own machine started as an
+    # engine record's (the engine's pairing rules)
+    _engine("kimi_k3", "kimi_k3", "FORMAT", 160, "kimi_k3", markers=KIMI_K3_XTML,
+            reads=_EVERY),
     ToolRecord("openai", None, Machine.HARMONY, None),
     # glm2: Tencent Hy4 (Hy3's calls without <tool_sep>, read strictly: the block held whole)
     _own("hy_v4", "hy", "HY4", 140, markers=HY4_CALLS, reads=Reads.WITH_CALLS),
@@ -346,6 +356,11 @@ REASONING_RECORDS: tuple[ReasoningRecord, ...] = (
     _engine_reasoning("glm47", "glm", "glm47", "glm", "thinking"),
     _engine_reasoning("ling3", "ling3", "ling3", "glm", "thinking"),
     _engine_reasoning("minimax_m2", "minimax_m2", "minimax_m2", "minimax", "m2_thinking"),
+    # kimi3 (issue 20): read by kimi_k3's machine (with its tool parser, or alone)
+    ReasoningRecord("kimi_k3", Machine.ENGINE, thinking=Thinking.KWARGS,
+                    switch=Ref(_F + "kimi_k3", "thinking"), family="kimi_k3",
+                    reasoning_config="kimi_k3", markers=KIMI_K3_XTML,
+                    foreign_tools_read_all=True),
     ReasoningRecord("openai_gptoss", Machine.HARMONY),
     # glm2: Tencent Hy4, deepseek_r1's rules on its suffixed think markers unless
     # reasoning_effort is "no_think" (formats/hy.py thinking4)
