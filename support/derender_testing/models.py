@@ -15,6 +15,7 @@ from tokenizers import Tokenizer
 from derender.core.decoding.vocab import Vocabulary
 from derender.core.registry import ServedModel, load_vocabulary, read_model_info
 from derender_testing.tokenizer_variants import (
+    copy_layer_tokenizer,
     copy_tokenizer,
     derive_gemma4_standin,
     derive_gigachat3_standin,
@@ -42,7 +43,8 @@ MODEL_NAMES = ("qwen3", "mistral-7b", "deepseek-v4", "gpt2", "llama3.1", "llama3
                "minimax-m2.7", "minimax-m3", "kimi-k2-standin", "gemma4-standin",
                "granite4-standin", "hy3-standin",
                "olmo3-standin", "phi4-mini-standin", "jamba-standin",
-               "internlm2-standin", "gigachat3-standin")
+               "internlm2-standin", "gigachat3-standin",
+               "hf-json-standin", "hf-xml-standin")
 DERIVED = {"llama3.1-tools": ("llama3.1", derive_llama31_tools),
            "mistral-tools": ("mistral-7b", derive_mistral_tools),
            "mistral-tools-v3": ("mistral-7b", derive_mistral_tools_v3),
@@ -64,7 +66,10 @@ DERIVED = {"llama3.1-tools": ("llama3.1", derive_llama31_tools),
            "phi4-mini-standin": ("gpt-oss", derive_phi4_standin),
            "jamba-standin": ("gpt2", derive_jamba_standin),
            "internlm2-standin": ("gpt2", derive_internlm2_standin),
-           "gigachat3-standin": ("gpt2", derive_gigachat3_standin)}
+           "gigachat3-standin": ("gpt2", derive_gigachat3_standin),
+           # template branch: Qwen3's vocabulary with response templates of their own
+           "hf-json-standin": ("qwen3", copy_layer_tokenizer),
+           "hf-xml-standin": ("qwen3", copy_layer_tokenizer)}
 """Test models whose tokenizer files are derived from another's (``tokenizer_variants``)."""
 
 

@@ -73,6 +73,10 @@ class Machine(Enum):
     """The parser engine (``engine.py``) with the format's ``EngineConfig``."""
     HARMONY = "harmony"
     """The Harmony machine, from token ids (gpt-oss models only)."""
+    TEMPLATE = "template"
+    """The response-template machine (``formats/response_template.py``) reading the model's
+    own ``response_template``: reasoning, content and calls at once, whichever of the
+    family's parsers is named (vLLM's ``ResponseTemplateParser``)."""
 
 
 class WithoutTools(Enum):
@@ -285,6 +289,9 @@ TOOL_RECORDS: tuple[ToolRecord, ...] = (
     _engine("minimax_m3", "minimax", "M3", 56, "minimax_m3", markers=(MINIMAX_M3_NS,),
             reads=Reads.WITH_CALLS),
     ToolRecord("openai", None, Machine.HARMONY, None),
+    # template branch: grammars read from the checkpoint's response_template (tags 180-189)
+    ToolRecord("hf", 180, Machine.TEMPLATE, Ref(_F + "response_template", "FORMAT"),
+               family="hf", without_tools=_DROPPED),
 )
 """The tool-call formats."""
 
@@ -332,6 +339,8 @@ REASONING_RECORDS: tuple[ReasoningRecord, ...] = (
     _engine_reasoning("ling3", "ling3", "ling3", "glm", "thinking"),
     _engine_reasoning("minimax_m2", "minimax_m2", "minimax_m2", "minimax", "m2_thinking"),
     ReasoningRecord("openai_gptoss", Machine.HARMONY),
+    # template branch: the response-template family (read by its tool record's machine)
+    ReasoningRecord("hf", Machine.TEMPLATE, family="hf", reasoning_config="hf"),
 )
 """The reasoning formats."""
 
