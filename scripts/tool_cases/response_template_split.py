@@ -17,7 +17,8 @@ from __future__ import annotations
 from typing import Any
 
 from record_tool_fixtures import Case as _Case
-from record_tool_fixtures import Format
+from record_tool_fixtures import Format, render_prompt
+from tokenizers import Tokenizer
 
 from tool_cases.response_template import (
     EOS,
@@ -32,7 +33,6 @@ from tool_cases.response_template import (
     X_THINK,
     XML,
     jcall,
-    prompt,
     server,
 )
 from tool_cases.shared import NAMED_CHOICE, NONE, REQUIRED, TOOLS, USER, both
@@ -72,6 +72,18 @@ def cases() -> list[_Case]:
     out += Case(r, "hide_reasoning", X_THINK + PLAIN, "small",
                 request={"include_reasoning": False})
     return out
+
+
+def prompt(port: int, tokenizer: Tokenizer, chat_request: dict[str, Any]) -> list[int]:
+    """The server's render of the request with ``tool_choice`` "none" (render refuses "auto"
+    without a tool parser, and "required"/named/``parallel_tool_calls`` false with the
+    template's; the chat template reads none of them), the tools kept; the derender call
+    carries the request as written."""
+    chat_request = {k: v for k, v in chat_request.items()
+                    if k not in ("tool_choice", "parallel_tool_calls")}
+    if chat_request.get("tools"):
+        chat_request["tool_choice"] = "none"
+    return render_prompt(port, tokenizer, chat_request)
 
 
 FORMAT = Format(7930, SERVERS, cases(), tools=TOOLS, user=USER, prompt=prompt)
