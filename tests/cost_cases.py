@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from derender.contract.requests import ChatRequest
 from derender.core import parsers
 from derender.core.parsers import ParserSettings, ParserState
+from derender.core.parsers.formats.response_template import load_template
 from derender.core.state.codec import Writer
 from derender.core.state.stream import _encode_parser
 
@@ -92,8 +93,23 @@ TEMPLATES: dict[str, str] = {
                  '"n": 1}}<|action_end|>'),
     "gigachat3": ('Sure.<|message_sep|>\n\nfunction call<|role_sep|>\n{"name": "NAME", '
                   '"arguments": {"a": "VALUE", "n": 1}}'),
+    # template branch: the response-template family, on ``HF_TEMPLATE`` (Qwen3-Coder's calls)
+    "hf": QWEN_XML,
 }
 """One complete call per tool format, as the model writes it."""
+
+HF_TEMPLATE = {
+    "start_anchor": "<|im_start|>assistant\n",
+    "fields": {
+        "thinking": {"open": "<think>", "close": "</think>"},
+        "tool_calls": {
+            "open_pattern": "<tool_call>\\n?<function=(?P<name>[^>\\n]+)>",
+            "close_pattern": "</function>\\n?</tool_call>", "content": "xml-inline",
+            "content_args": {"tag_pattern": "<parameter=(?P<key>[^>\\n]+)>\\n?"
+                                            "(?P<value>.*?)\\n?</parameter>"},
+            "repeats": True, "transform": {"type": "function", "function": {
+                "name": "{name}", "arguments": "{content}"}}}}}
+"""The response template the ``hf`` pairings read (a checkpoint's, at start-up)."""
 
 DSML_HEAD = '<｜DSML｜tool_calls>\n<｜DSML｜invoke name="f">\n'
 PARAMETERS: dict[str, tuple[str, str, str]] = {
@@ -126,6 +142,7 @@ PARAMETERS["deepseek_v41"] = tuple(  # type: ignore[assignment]
 PARAMETERS["glm45"] = PARAMETERS["glm47"]
 PARAMETERS["ling3"] = PARAMETERS["glm47"]
 PARAMETERS["hy_v3"] = ("<tool_calls><tool_call>f<tool_sep>", *PARAMETERS["glm47"][1:])
+PARAMETERS["hf"] = PARAMETERS["qwen3_coder"]
 
 THINK = "<think>reasoning VALUE</think>\n\n"
 REASONING_TEMPLATES: dict[str, str] = {
@@ -140,6 +157,8 @@ REASONING_TEMPLATES: dict[str, str] = {
     "holo2": THINK, "ling3": THINK, "hy_v3": THINK,
     "minimax_m2": THINK + "<minimax:tool_call>",
     "olmo3": "<think>reasoning VALUE</think>answer",
+    # template branch: the response-template family (``HF_TEMPLATE``)
+    "hf": THINK,
 }
 """Text each reasoning parser reads markers in."""
 
@@ -152,6 +171,7 @@ PAIRS: tuple[tuple[str | None, str | None], ...] = (
     ("deepseek_v4", "deepseek_v4"), ("deepseek_v41", "deepseek_v41"), ("glm47", "glm47"),
     ("minimax_m2", "minimax_m2"), ("minimax_m3", "minimax_m3"), ("step5", "step5"),
     ("holo2", "hermes"), ("ling3", "ling3"), ("hy_v3", "hy_v3"),
+    ("hf", "hf"),  # template branch
 )
 """(reasoning parser, tool parser) pairings: every tool format and every reasoning parser
 alone, and each family's own pairing (step3p5 and nemotron_v3 with qwen3_coder, issue 22)."""
@@ -168,6 +188,9 @@ class _Vocab:
     def decode(self, ids: list[int]) -> str:
         return ""
 
+    def text_view(self, skip_special: bool, spaces: bool = True) -> _Vocab:
+        return self
+
     def spelled(self, marker: str) -> str:
         return marker
 
@@ -182,8 +205,10 @@ def settings(reasoning_parser: str | None, tool_parser: str | None) -> ParserSet
         "messages": [{"role": "user", "content": "hi"}], "tools": TOOLS, "tool_choice": "auto",
         "chat_template_kwargs": {"enable_thinking": True, "thinking": True,
                                  "thinking_mode": "enabled", "reasoning_effort": "high"}})
+    template = (load_template(HF_TEMPLATE) if "hf" in (reasoning_parser, tool_parser)
+                else None)
     return parsers.parser_settings(reasoning_parser, tool_parser, request,
-                                   _Vocab())  # type: ignore[arg-type]
+                                   _Vocab(), template)  # type: ignore[arg-type]
 
 
 def start(s: ParserSettings) -> ParserState:

@@ -48,7 +48,9 @@ FIELDS = (THINKING, CONTENT, TOOLS)
 CONTENT_PARSERS = ("text", "int", "float", "bool", "json", "xml-inline", "kv-lines")
 STREAMABLE = frozenset({"text", "int", "float", "bool"})
 MAX_HELD = 256
-"""Characters held back as a possible delimiter; a longer pending delimiter is text."""
+"""Characters held back as a possible delimiter; a longer pending delimiter is text. Also the
+most characters an opener's captures (a function name) may hold: a call whose opener captures
+more is dropped."""
 MAX_BODY = 4096
 """Bytes of UTF-8 of a tool-call region's body held until it closes; a longer call is
 dropped (its text skipped up to its closer)."""
@@ -87,7 +89,8 @@ class Delimiter:
     """A complete match at the end of the text is held: a regular expression, or literals one
     of which starts another (vLLM's ``_can_grow``)."""
     reach: int
-    """Characters a partial match can span (0: unbounded, a capture)."""
+    """Characters a partial match can span (a capture: ``MAX_HELD``, past which a pending
+    delimiter is text)."""
 
 
 def _alternation(strings: Sequence[str]) -> str:
@@ -185,7 +188,8 @@ def _captured_delimiter(pattern: str, what: str) -> Delimiter:
     partial = "|".join(p for p in (
         _prefixes(before, False) if any(before) else "",
         f"{head}(?:{cls.pattern})*{tail}") if p)
-    return Delimiter(whole, re.compile(f"(?:{partial})\\Z", re.DOTALL), None, True, 0)
+    return Delimiter(whole, re.compile(f"(?:{partial})\\Z", re.DOTALL), None, True,
+                     MAX_HELD)
 
 
 def _delimiter(spec: Mapping[str, Any], literal_key: str, pattern_key: str, what: str
@@ -261,6 +265,29 @@ def _check_transform(what: str, transform: Any) -> None:
             not _PLACEHOLDER.fullmatch(transform):
         raise TemplateError(f"{what}: transform string {transform!r} mixes a {{placeholder}} "
                             "with literal text")
+
+
+def literal_tail(pattern: str) -> str:
+    """The literal text every match of ``pattern`` ends with ("" when none is certain): a
+    match ends at an occurrence of it, so no match reaches past its last one."""
+    if "(?=" in pattern or "(?!" in pattern or "(?<" in pattern.replace("(?P<", ""):
+        return ""
+    tail: list[str] = []
+    i = len(pattern) - 1
+    while i >= 0:
+        char = pattern[i]
+        escaped = i >= 1 and pattern[i - 1] == "\\"
+        if escaped and i >= 2 and pattern[i - 2] == "\\":
+            break
+        if escaped and (not char.isalnum() or char in _ESCAPES):
+            tail.append(_ESCAPES.get(char, char))
+            i -= 2
+        elif not escaped and char not in _META:
+            tail.append(char)
+            i -= 1
+        else:
+            break
+    return "".join(reversed(tail))
 
 
 def _compile_tags(what: str, args: Any) -> re.Pattern[str]:
@@ -402,7 +429,11 @@ def _parse(text: str, kind: str, args: Mapping[str, Any], tags: Sequence[re.Patt
     inner = args.get("value_parser")
     out: dict[str, Any] = {}
     if kind == "xml-inline":
-        for m in tags[0].finditer(text):
+        # Matches end at the pattern's literal tail: none reaches past its last occurrence, and
+        # positions after it would each scan to the end for nothing (quadratic).
+        tail = literal_tail(tags[0].pattern)
+        last = text.rfind(tail) if tail else len(text)
+        for m in tags[0].finditer(text, 0, -1 if last < 0 else last + len(tail)):
             groups = m.groupdict()
             key = groups.get("key")
             if key is None:
@@ -602,6 +633,10 @@ class _Run:
     thought: list[str] = field(default_factory=list)
     content: list[str] = field(default_factory=list)
     found: list[ToolCallDelta] = field(default_factory=list)
+    body_bytes: int = -1
+    """UTF-8 bytes of ``body`` (-1: not measured yet)."""
+    searched: dict[int, tuple[int, re.Match[str] | None]] = field(default_factory=dict)
+    """Per delimiter: where it was last searched from, and its match (``search``)."""
 
     def emitted(self, start: int, end: int) -> str:
         return self.buf[max(start, self.prompt):end] if self.route else ""
@@ -613,8 +648,11 @@ class _Run:
         f = self.template.fields[self.current]
         text = self.buf[start:end]
         if f.name == TOOLS and not self.overflow:
+            if self.body_bytes < 0:  # measured once a feed, then added to
+                self.body_bytes = len(self.body.encode("utf-8", "surrogatepass"))
             self.body += text
-            if len(self.body.encode("utf-8", "surrogatepass")) > MAX_BODY:
+            self.body_bytes += len(text.encode("utf-8", "surrogatepass"))
+            if self.body_bytes > MAX_BODY:
                 self.overflow, self.body = True, ""
         chunk = self.emitted(start, end)
         if not chunk:
@@ -627,6 +665,7 @@ class _Run:
     def reset(self) -> None:
         self.current = -1 if self.template.implicit is None else self.template.implicit
         self.opened, self.captures, self.body, self.overflow = False, {}, "", False
+        self.body_bytes = 0
 
     def close(self, start: int, end: int) -> None:
         if self.current < 0 or not self.opened:
@@ -651,7 +690,10 @@ class _Run:
     def open(self, index: int, m: re.Match[str]) -> None:
         self.close(m.start(), m.start())
         self.current, self.opened, self.body, self.overflow = index, True, "", False
+        self.body_bytes = 0
         self.captures = {k: v for k, v in m.groupdict().items() if v is not None}
+        if sum(map(len, self.captures.values())) > MAX_HELD:  # bounded: such a call is dropped
+            self.captures, self.overflow = {}, True
         if self.template.fields[index].name == TOOLS and not self.tools:
             self.content.append(self.emitted(m.start(), m.end()))
 
@@ -667,15 +709,26 @@ class _Run:
             found.append((False, implicit, closer))
         return found
 
+    def search(self, delimiter: Delimiter) -> re.Match[str] | None:
+        """The leftmost complete match from ``pos``: searched once per feed and delimiter and
+        kept while it lies ahead (no match ahead stays none), so a feed costs O(its text)."""
+        key = id(delimiter)
+        found = self.searched.get(key)
+        if found is not None and found[0] <= self.pos and (
+                found[1] is None or found[1].start() >= self.pos):
+            return found[1]
+        m = delimiter.whole.search(self.buf, self.pos)
+        self.searched[key] = (self.pos, m)
+        return m
+
     def scan(self, eos: bool) -> tuple[tuple[bool, int, re.Match[str]] | None, int]:
         best: tuple[bool, int, re.Match[str]] | None = None
         best_key: tuple[int, int, int, str] | None = None
         hold = len(self.buf)
         for is_open, index, delimiter in self.watch():
-            m = delimiter.whole.search(self.buf, self.pos)
+            m = self.search(delimiter)
             if not eos:
-                start = self.pos if delimiter.reach == 0 else max(
-                    self.pos, len(self.buf) - delimiter.reach + 1)
+                start = max(self.pos, len(self.buf) - delimiter.reach + 1)
                 p = delimiter.partial.search(self.buf, start)
                 if p is not None and (m is None or p.start() <= m.start()):
                     hold = min(hold, p.start())
@@ -782,6 +835,7 @@ def feed_reasoning(state: TemplateState, text: str, final: bool, context: ToolCo
         rest = run.closer_rest()
         if rest:
             run.buf += rest
+            run.searched.clear()
             run.process(eos=False)
         run.process(eos=True)
     escape = _ESCAPE_STAND_INS
