@@ -94,7 +94,7 @@ TEMPLATES: dict[str, str] = {
     "gigachat3": ('Sure.<|message_sep|>\n\nfunction call<|role_sep|>\n{"name": "NAME", '
                   '"arguments": {"a": "VALUE", "n": 1}}'),
     # template branch: the response-template family, on ``HF_TEMPLATE`` (Qwen3-Coder's calls)
-    "hf": QWEN_XML,
+    "hf": QWEN_XML, "beam": QWEN_XML,
 }
 """One complete call per tool format, as the model writes it."""
 
@@ -142,7 +142,7 @@ PARAMETERS["deepseek_v41"] = tuple(  # type: ignore[assignment]
 PARAMETERS["glm45"] = PARAMETERS["glm47"]
 PARAMETERS["ling3"] = PARAMETERS["glm47"]
 PARAMETERS["hy_v3"] = ("<tool_calls><tool_call>f<tool_sep>", *PARAMETERS["glm47"][1:])
-PARAMETERS["hf"] = PARAMETERS["qwen3_coder"]
+PARAMETERS["hf"] = PARAMETERS["beam"] = PARAMETERS["qwen3_coder"]
 
 THINK = "<think>reasoning VALUE</think>\n\n"
 REASONING_TEMPLATES: dict[str, str] = {
@@ -158,7 +158,7 @@ REASONING_TEMPLATES: dict[str, str] = {
     "minimax_m2": THINK + "<minimax:tool_call>",
     "olmo3": "<think>reasoning VALUE</think>answer",
     # template branch: the response-template family (``HF_TEMPLATE``)
-    "hf": THINK,
+    "hf": THINK, "beam": THINK,
 }
 """Text each reasoning parser reads markers in."""
 
@@ -171,7 +171,7 @@ PAIRS: tuple[tuple[str | None, str | None], ...] = (
     ("deepseek_v4", "deepseek_v4"), ("deepseek_v41", "deepseek_v41"), ("glm47", "glm47"),
     ("minimax_m2", "minimax_m2"), ("minimax_m3", "minimax_m3"), ("step5", "step5"),
     ("holo2", "hermes"), ("ling3", "ling3"), ("hy_v3", "hy_v3"),
-    ("hf", "hf"),  # template branch
+    ("hf", "hf"), ("beam", "beam"),  # template branch
 )
 """(reasoning parser, tool parser) pairings: every tool format and every reasoning parser
 alone, and each family's own pairing (step3p5 and nemotron_v3 with qwen3_coder, issue 22)."""
@@ -205,8 +205,8 @@ def settings(reasoning_parser: str | None, tool_parser: str | None) -> ParserSet
         "messages": [{"role": "user", "content": "hi"}], "tools": TOOLS, "tool_choice": "auto",
         "chat_template_kwargs": {"enable_thinking": True, "thinking": True,
                                  "thinking_mode": "enabled", "reasoning_effort": "high"}})
-    template = (load_template(HF_TEMPLATE) if "hf" in (reasoning_parser, tool_parser)
-                else None)
+    template = (load_template(HF_TEMPLATE)
+                if {"hf", "beam"} & {reasoning_parser, tool_parser} else None)
     return parsers.parser_settings(reasoning_parser, tool_parser, request,
                                    _Vocab(), template)  # type: ignore[arg-type]
 

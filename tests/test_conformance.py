@@ -861,7 +861,8 @@ ISSUE_19_20: dict[tuple[int, int], tuple[int, str]] = {
     (3800, 4199): (49 + 57 + 49 + 47, "phi4_mini_json, jamba, internlm, gigachat3"),
     (4200, 4599): (74 + 74, "ling3 4200-4273, hy_v3 4280-4353"),
     (4600, 4999): (84 + 58, "step5, holo2"),
-    (7800, 8199): (128 + 30, "hf 7800-7927 (both parsers), 7930-7959 (each alone)"),
+    (7800, 8199): (128 + 30 + 44 + 30, "hf 7800-7927 (both parsers), 7930-7959 (each alone); "
+                   "beam 7970-8013 (both), 8020-8049 (each alone)"),
 }
 """The recordings of issues 19 and 20 by number range: how many cases, of which names."""
 

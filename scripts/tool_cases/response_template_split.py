@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from record_tool_fixtures import Case as _Case
-from record_tool_fixtures import Format, render_prompt
+from record_tool_fixtures import Format, Server, render_prompt
 from tokenizers import Tokenizer
 
 from tool_cases.response_template import (
@@ -37,13 +37,20 @@ from tool_cases.response_template import (
 )
 from tool_cases.shared import NAMED_CHOICE, NONE, REQUIRED, TOOLS, USER, both
 
-SERVERS = {
-    "tools": server(JSON, ["--tool-call-parser", HF], "hf tool parser alone (JSON calls "
-                    "template)", "hf-json-tools", (f"parser:{HF}",)),
-    "reasoning": server(XML, ["--reasoning-parser", HF], "hf reasoning parser alone (XML "
-                        "calls template)", "hf-xml-reasoning",
-                        ("reasoning", f"reasoning_parser:{HF}")),
-}
+
+def servers(name: str) -> dict[str, Server]:
+    """The tool parser alone on the JSON checkpoint, the reasoning parser alone on the XML
+    one, for the parser ``name``."""
+    return {
+        "tools": server(JSON, ["--tool-call-parser", name], f"{name} tool parser alone (JSON "
+                        "calls template)", f"{name}-json-tools", (f"parser:{name}",)),
+        "reasoning": server(XML, ["--reasoning-parser", name], f"{name} reasoning parser alone "
+                            "(XML calls template)", f"{name}-xml-reasoning",
+                            ("reasoning", f"reasoning_parser:{name}")),
+    }
+
+
+SERVERS = servers(HF)
 
 
 def Case(srv: str, shape: str, output: str, stream: str, **fields: Any  # noqa: N802

@@ -292,6 +292,10 @@ TOOL_RECORDS: tuple[ToolRecord, ...] = (
     # template branch: grammars read from the checkpoint's response_template (tags 180-189)
     ToolRecord("hf", 180, Machine.TEMPLATE, Ref(_F + "response_template", "FORMAT"),
                family="hf", without_tools=_DROPPED),
+    # Beam's: hf's machine (vLLM's BeamParser adds only a grammar for generation), its own
+    # family (vLLM refuses it with hf)
+    ToolRecord("beam", 181, Machine.TEMPLATE, Ref(_F + "response_template", "BEAM"),
+               family="beam", without_tools=_DROPPED),
 )
 """The tool-call formats."""
 
@@ -341,6 +345,7 @@ REASONING_RECORDS: tuple[ReasoningRecord, ...] = (
     ReasoningRecord("openai_gptoss", Machine.HARMONY),
     # template branch: the response-template family (read by its tool record's machine)
     ReasoningRecord("hf", Machine.TEMPLATE, family="hf", reasoning_config="hf"),
+    ReasoningRecord("beam", Machine.TEMPLATE, family="beam", reasoning_config="beam"),
 )
 """The reasoning formats."""
 

@@ -876,3 +876,7 @@ def _decode(r: Reader) -> TemplateState:
 FORMAT: ToolFormat[TemplateState] = ToolFormat(
     "hf", TemplateState, TemplateState, _feed, _encode, _decode, feed_reasoning)
 """vLLM's ``hf`` parser (``ResponseTemplateParser``)."""
+
+BEAM: ToolFormat[TemplateState] = replace(FORMAT, name="beam")
+"""vLLM's ``beam`` parser (``BeamParser``): ``hf``'s parsing unchanged; what it adds, a
+structural-tag grammar derived from the template, constrains generation, not derendering."""
