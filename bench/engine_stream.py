@@ -110,6 +110,8 @@ class Format:
     """The notes value is inside a JSON string (escaped as JSON)."""
     kwargs: tuple[tuple[str, str], ...] = ()
     """The request's ``chat_template_kwargs`` (what turns its reasoning parser on)."""
+    prompt: str = "What's the weather in Lisbon?"
+    """The prompt's text (encoded with the model's vocabulary)."""
 
 
 FORMATS = {
@@ -202,6 +204,15 @@ FORMATS["kimi_k3"] = Format(
     '<|open|>argument key="city" type="string"<|sep|>Lisbon<|close|>argument<|sep|>'
     '<|open|>argument key="notes" type="string"<|sep|>',
     "<|close|>argument<|sep|><|close|>call<|sep|><|close|>tools<|sep|><|close|>message<|sep|>")
+# template branch: hf reads the checkpoint's response_template (hf-xml-standin's: the prompt
+# opens <think>, calls as <function=NAME> with parameters)
+FORMATS["hf"] = Format("hf (response template)", "hf-xml-standin", "hf-xml-standin",
+                       "hf-xml-standin", "hf", 151645,
+                       "\n</think>\n\n<tool_call>\n<function=get_weather>\n<parameter=city>\n"
+                       "Lisbon\n</parameter>\n<parameter=notes>\n",
+                       "\n</parameter>\n</function>\n</tool_call>",
+                       prompt="<|im_start|>user\nWhat's the weather in Lisbon?<|im_end|>\n"
+                              "<|im_start|>assistant\n<think>\n")
 FORMATS["holo2"] = Format("Holo2", "qwen3", "qwen3", "qwen3", "qwen3_coder", 151645,
                           FORMATS["step5"].head, FORMATS["step5"].tail, reasoning_parser="holo2",
                           folder=REPO / "layers" / "tokenizers" / "qwen3")
@@ -260,7 +271,7 @@ def build(fmt: Format, tokenizer: Tokenizer) -> Output:
     if len(ids) != STREAM_IDS:
         raise SystemExit(f"built {len(ids)} ids, not {STREAM_IDS}")
     lead = tokenizer.decode(reasoning, skip_special_tokens=False)
-    return Output(ids, encode("What's the weather in Lisbon?"),
+    return Output(ids, encode(fmt.prompt),
                   lead.rstrip() if fmt.lead == "reasoning" else lead,
                   {"city": "Lisbon", "notes": notes}, len(reasoning))
 

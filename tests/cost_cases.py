@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from derender.contract.requests import ChatRequest
 from derender.core import parsers
 from derender.core.parsers import ParserSettings, ParserState
+from derender.core.parsers.formats.response_template import load_template
 from derender.core.state.codec import Writer
 from derender.core.state.stream import _encode_parser
 
@@ -105,6 +106,8 @@ TEMPLATES: dict[str, str] = {
              '<|tool_call_end|> VALUE <|tool_call_end|> done'),
     "functiongemma": ("Sure. <start_function_call>call:NAME{a:<escape>VALUE<escape>,n:<escape>1"
                       "<escape>}<end_function_call> VALUE <start_function_call>oops"),
+    # template branch: the response-template family, on ``HF_TEMPLATE`` (Qwen3-Coder's calls)
+    "hf": QWEN_XML, "beam": QWEN_XML,
 }
 # kimi3 (issue 20): Kimi K3's XTML channels
 K3_CALL = ('<|open|>call tool="NAME"<|sep|><|open|>argument key="a" type="string"<|sep|>'
@@ -113,6 +116,19 @@ K3_CALL = ('<|open|>call tool="NAME"<|sep|><|open|>argument key="a" type="string
 TEMPLATES["kimi_k3"] = ("<|open|>response<|sep|>VALUE<|close|>response<|sep|><|open|>tools<|sep|>"
                         + K3_CALL + "<|close|>tools<|sep|><|close|>message<|sep|>")
 """One complete call per tool format, as the model writes it."""
+
+HF_TEMPLATE = {
+    "start_anchor": "<|im_start|>assistant\n",
+    "fields": {
+        "thinking": {"open": "<think>", "close": "</think>"},
+        "tool_calls": {
+            "open_pattern": "<tool_call>\\n?<function=(?P<name>[^>\\n]+)>",
+            "close_pattern": "</function>\\n?</tool_call>", "content": "xml-inline",
+            "content_args": {"tag_pattern": "<parameter=(?P<key>[^>\\n]+)>\\n?"
+                                            "(?P<value>.*?)\\n?</parameter>"},
+            "repeats": True, "transform": {"type": "function", "function": {
+                "name": "{name}", "arguments": "{content}"}}}}}
+"""The response template the ``hf`` pairings read (a checkpoint's, at start-up)."""
 
 DSML_HEAD = '<｜DSML｜tool_calls>\n<｜DSML｜invoke name="f">\n'
 PARAMETERS: dict[str, tuple[str, str, str]] = {
@@ -153,6 +169,7 @@ PARAMETERS["poolside_v1"] = ("<tool_call>f\n", *PARAMETERS["glm47"][1:])  # glm2
 PARAMETERS["kimi_k3"] = ('<|open|>tools<|sep|><|open|>call tool="f"<|sep|>',
                          '<|open|>argument key="a" type="string"<|sep|>x<|close|>argument<|sep|>',
                          '<|open|>argument key="a" type="object"<|sep|>x')
+PARAMETERS["hf"] = PARAMETERS["beam"] = PARAMETERS["qwen3_coder"]
 
 THINK = "<think>reasoning VALUE</think>\n\n"
 REASONING_TEMPLATES: dict[str, str] = {
@@ -170,6 +187,8 @@ REASONING_TEMPLATES: dict[str, str] = {
     "hy_v4": "<think:opensource>reasoning VALUE</think:opensource>\n\n",  # glm2
     "poolside_v1": THINK,  # glm2
     "kimi_k3": "reasoning VALUE<|close|>think<|sep|>",  # kimi3 (issue 20)
+    # template branch: the response-template family (``HF_TEMPLATE``)
+    "hf": THINK, "beam": THINK,
 }
 """Text each reasoning parser reads markers in."""
 
@@ -185,6 +204,7 @@ PAIRS: tuple[tuple[str | None, str | None], ...] = (
     ("glm47", "hermes"), ("deepseek_v4", "qwen3_coder"), ("minimax_m2", "pythonic"),
     ("hy_v4", "hy_v4"), ("poolside_v1", "poolside_v1"),  # glm2
     ("kimi_k3", "kimi_k3"),  # kimi3 (issue 20)
+    ("hf", "hf"), ("beam", "beam"),  # template branch
 )
 """(reasoning parser, tool parser) pairings: every tool format and every reasoning parser
 alone, and each family's own pairing (step3p5 and nemotron_v3 with qwen3_coder, issue 22),
@@ -202,6 +222,9 @@ class _Vocab:
     def decode(self, ids: list[int]) -> str:
         return ""
 
+    def text_view(self, skip_special: bool, spaces: bool = True) -> _Vocab:
+        return self
+
     def spelled(self, marker: str) -> str:
         return marker
 
@@ -216,8 +239,10 @@ def settings(reasoning_parser: str | None, tool_parser: str | None) -> ParserSet
         "messages": [{"role": "user", "content": "hi"}], "tools": TOOLS, "tool_choice": "auto",
         "chat_template_kwargs": {"enable_thinking": True, "thinking": True,
                                  "thinking_mode": "enabled", "reasoning_effort": "high"}})
+    template = (load_template(HF_TEMPLATE)
+                if {"hf", "beam"} & {reasoning_parser, tool_parser} else None)
     return parsers.parser_settings(reasoning_parser, tool_parser, request,
-                                   _Vocab())  # type: ignore[arg-type]
+                                   _Vocab(), template)  # type: ignore[arg-type]
 
 
 def start(s: ParserSettings) -> ParserState:

@@ -956,6 +956,8 @@ ISSUE_19_20: dict[tuple[int, int], tuple[int, str]] = {
     (6200, 6599): (100 + 84, "hy_v4 6200-6299, poolside_v1 6300-6383"),
     (5800, 6199): (84 + 68, "lfm2 5800-5883, functiongemma 5900-5967"),
     (7000, 7399): (140, "kimi_k3 7000-7139"),
+    (7800, 8199): (128 + 30 + 44 + 30, "hf 7800-7927 (both parsers), 7930-7959 (each alone); "
+                   "beam 7970-8013 (both), 8020-8049 (each alone)"),
 }
 """The recordings of issues 19 and 20 by number range: how many cases, of which names."""
 

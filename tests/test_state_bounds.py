@@ -23,7 +23,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from derender.core import parsers
-from derender.core.parsers.formats import minimax
+from derender.core.parsers.formats import minimax, response_template
 from derender.core.state.codec import Writer, utf8_prefix, utf8_size
 from derender.core.state.stream import StopProgress, StreamState, _encode_parser, encode_state
 from derender.core.state.token import KeyRing, sign
@@ -142,6 +142,26 @@ def test_a_minimax_m3_call_of_cjk_text_streams_within_the_cap() -> None:
         _encode_parser(w, state)
         assert len(w.out) <= minimax.MAX_CALL + 512
     print(f"largest stream_state: {largest} characters")
+    assert largest <= CAP
+
+
+def test_an_hf_call_at_every_bound_streams_within_the_cap() -> None:
+    """Template branch: an ``hf`` call (the response-template machine) whose function name is
+    as long as a pending opener may hold (``MAX_HELD`` characters with the opener's text, of
+    4-byte characters) and whose body is just within
+    ``MAX_BODY`` bytes of 4-byte characters, the reasoning before it and the pending opener
+    full too, streamed a few characters at a time: every state issued is within the cap."""
+    setup = cost_cases.settings("hf", "hf")
+    name = WIDE * (response_template.MAX_HELD - len("<tool_call>\n<function=>"))
+    body_room = response_template.MAX_BODY - 200
+    text = ("<think>" + WIDE * 600 + "</think>" + "<tool_call>\n<function=" + name + ">\n"
+            "<parameter=a>\n" + WIDE * (body_room // 4) + "\n</parameter>\n</function>\n"
+            "</tool_call>")
+    largest = _stream(setup, text, 5)
+    state = cost_cases.start(setup)
+    _, state = parsers.feed(setup, state, text[:-30], False)
+    assert state.tools is not None and len(state.tools.body.encode()) > body_room  # held
+    print(f"largest stream_state: {largest} characters (cap {CAP})")
     assert largest <= CAP
 
 

@@ -67,7 +67,8 @@ def test_every_format_is_registered_with_its_own_tag_and_state() -> None:
             "llama4_pythonic", "olmo3", "phi4_mini_json", "jamba", "internlm", "gigachat3",
             "hy_v4", "poolside_v1",
             "lfm2", "functiongemma",
-            "kimi_k3"} == set(
+            "kimi_k3",
+            "hf", "beam"} == set(
                 {r.name for r in TOOL_RECORDS if r.tag is not None})
     own = [r.name for r in TOOL_RECORDS if r.machine is Machine.OWN]
     assert len({parsers.tool_format(name).state_type for name in own}) == len(own)

@@ -15,6 +15,7 @@ from tokenizers import Tokenizer
 from derender.core.decoding.vocab import Vocabulary
 from derender.core.registry import ServedModel, load_vocabulary, read_model_info
 from derender_testing.tokenizer_variants import (
+    copy_layer_tokenizer,
     copy_tokenizer,
     derive_functiongemma_standin,
     derive_gemma4_standin,
@@ -53,7 +54,8 @@ MODEL_NAMES = ("qwen3", "mistral-7b", "deepseek-v4", "gpt2", "llama3.1", "llama3
                # branch pythonic2
                "lfm2-standin", "functiongemma-standin",
                # kimi3 (issue 20)
-               "kimi-k3-standin")
+               "kimi-k3-standin",
+               "hf-json-standin", "hf-xml-standin")
 DERIVED = {"llama3.1-tools": ("llama3.1", derive_llama31_tools),
            "mistral-tools": ("mistral-7b", derive_mistral_tools),
            "mistral-tools-v3": ("mistral-7b", derive_mistral_tools_v3),
@@ -83,7 +85,10 @@ DERIVED = {"llama3.1-tools": ("llama3.1", derive_llama31_tools),
            "lfm2-standin": ("gpt2", derive_lfm2_standin),
            "functiongemma-standin": ("gemma3", derive_functiongemma_standin),
            # kimi3 (issue 20)
-           "kimi-k3-standin": ("gpt2", derive_kimi_k3_standin)}
+           "kimi-k3-standin": ("gpt2", derive_kimi_k3_standin),
+           # template branch: Qwen3's vocabulary with response templates of their own
+           "hf-json-standin": ("qwen3", copy_layer_tokenizer),
+           "hf-xml-standin": ("qwen3", copy_layer_tokenizer)}
 """Test models whose tokenizer files are derived from another's (``tokenizer_variants``)."""
 
 

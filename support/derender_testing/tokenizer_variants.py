@@ -122,6 +122,13 @@ def copy_tokenizer(source: Path, target: Path) -> bool:
     return True
 
 
+def copy_layer_tokenizer(source: Path, target: Path) -> bool:
+    """``hf-json-standin``, ``hf-xml-standin`` (branch template): the layer's model of the same
+    name as ``source`` (``layers/tokenizers/qwen3``: Qwen3's ``tokenizer.json``) copied next to
+    the folder's own configs (git-ignored)."""
+    return copy_tokenizer(source.parents[2] / "layers" / "tokenizers" / source.name, target)
+
+
 KIMI_VOCAB_SIZE = 163_840
 KIMI_BASE_SIZE = 163_584
 KIMI_SPECIAL = {163584: "[BOS]", 163585: "[EOS]", 163586: "<|im_end|>",

@@ -106,7 +106,8 @@ def derender_chat(body: DerenderChatRequest, model: ServedModel, max_n_sequences
 
     request = body.chat_request
     settings = decode_settings(request, preserve_special=info.has_parser)
-    parsing = (parsers.parser_settings(info.reasoning_parser, info.tool_parser, request, vocab)
+    parsing = (parsers.parser_settings(info.reasoning_parser, info.tool_parser, request, vocab,
+                                       info.response_template)
                if info.has_parser and request is not None else None)
     text_vocab = parsers.marked(vocab) if parsing is not None else vocab
     hide = parsing is not None and not parsing.include_reasoning
@@ -196,7 +197,7 @@ def derender_chat_stream(
         if body.prompt_token_ids is None:
             raise BadRequestError(PARSER_NEEDS_PROMPT_IDS)
         parsing = parsers.parser_settings(info.reasoning_parser, info.tool_parser, request,
-                                          model.vocab)
+                                          model.vocab, info.response_template)
     settings = StreamSettings("chat", model, decode_settings(request, info.has_parser),
                               chat_top_logprobs(request), ttl_seconds, parsing, caller, request)
     hide = parsing is not None and not parsing.include_reasoning

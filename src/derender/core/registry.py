@@ -69,6 +69,9 @@ class ModelInfo:
     """Candidates allowed per logprob position; -1 means unlimited."""
     reasoning_parser: str | None
     tool_parser: str | None
+    response_template: Any = None
+    """The checked ``response_template`` of ``tokenizer_config.json``, read at start-up when a
+    response-template parser (``hf``, ``beam``) is named (``formats/response_template.py``)."""
 
     @property
     def name(self) -> str:
@@ -126,6 +129,11 @@ def read_model_info(folder: Path, parsers: ParserChoice | None = None,
     pairing = pairing_error(manifest.get("reasoning_parser"), manifest.get("tool_parser"))
     if pairing is not None:
         raise RuntimeError(f"{folder.name}: {pairing}")
+    records = (REASONING_BY_NAME.get(manifest.get("reasoning_parser") or ""),
+               TOOLS_BY_NAME.get(manifest.get("tool_parser") or ""))
+    template = (_response_template(folder, manifest)
+                if any(r is not None and r.machine is Machine.TEMPLATE for r in records)
+                else None)
     # vLLM reads the context bound from the text model's config (``get_hf_text_config``):
     # ``text_config`` where the folder nests one (Kimi K3)
     text_config = config.get("text_config")
@@ -139,7 +147,33 @@ def read_model_info(folder: Path, parsers: ParserChoice | None = None,
         max_logprobs=int(manifest.get("max_logprobs", DEFAULT_MAX_LOGPROBS)),
         reasoning_parser=manifest.get("reasoning_parser"),
         tool_parser=manifest.get("tool_parser"),
+        response_template=template,
     )
+
+
+def _response_template(folder: Path, manifest: Mapping[str, Any]) -> Any:
+    """The folder's checked ``response_template`` (its ``tokenizer_config.json`` key, where
+    Hugging Face tokenizers and vLLM read it); RuntimeError naming the folder and the reason
+    when it is missing or derender cannot read it."""
+    from derender.core.parsers.formats import response_template  # noqa: PLC0415 (served only)
+    names = " and ".join(f"{key} {manifest[key]!r}" for key in ("reasoning_parser",
+                                                                  "tool_parser")
+                         if manifest.get(key))
+    raw = _read_json(folder / "tokenizer_config.json").get("response_template")
+    if raw is None:
+        raise RuntimeError(f"{folder.name}: {names} requires `response_template` metadata in "
+                           "the tokenizer configuration (tokenizer_config.json)")
+    try:
+        template = response_template.load_template(raw)
+    except response_template.TemplateError as error:
+        raise RuntimeError(f"{folder.name}: its response_template cannot be read: "
+                           f"{error}") from None
+    fields = {f.name for f in template.fields}
+    for key, needed in (("reasoning_parser", "thinking"), ("tool_parser", "tool_calls")):
+        if manifest.get(key) and needed not in fields:
+            raise RuntimeError(f"{folder.name}: {key} {manifest[key]!r} requires a "
+                               f"response_template with a {needed} field")
+    return template
 
 
 def original_tokenizer(folder: Path) -> Path | None:

@@ -134,7 +134,9 @@ def load(reasoning_parser: str | None, tool_parser: str | None) -> None:
         engine_config(tool.name)
     if own is not None and own.format is not None:
         reasoning_format(own.name)
-    if own is not None and own.reasoning_config:
+    if own is not None and own.machine is Machine.TEMPLATE:
+        tool_format(own.reasoning_config)
+    elif own is not None and own.reasoning_config:
         engine_config(own.reasoning_config)
         tool_format(own.reasoning_config)
     for ref in (own.switch if own else None, tool.call_id if tool else None,
@@ -160,8 +162,15 @@ def pairing_error(reasoning_parser: str | None, tool_parser: str | None) -> str 
     vLLM: an engine format's reasoning parser with its family's tool parser is one machine;
     with another family's, the engine reads the reasoning first (``front``), then that tool
     parser the content; an engine tool parser after another family's reasoning parser reads
-    as ``FOREIGN``."""
-    reasoning_record(reasoning_parser), tool_record(tool_parser)  # KeyError: not served
+    as ``FOREIGN``. A response-template parser (``hf``, ``beam``) serves only alone or as
+    both, as vLLM refuses it with any other parser."""
+    own, tool = reasoning_record(reasoning_parser), tool_record(tool_parser)
+    if own is not None and tool is not None and (
+            Machine.TEMPLATE in (own.machine, tool.machine) and own.family != tool.family):
+        # vLLM's ParserManager: one response-template parser stands for both
+        return (f"--reasoning-parser {reasoning_parser} and --tool-call-parser {tool_parser} "
+                "cannot be combined (a response-template parser reads reasoning and calls "
+                "at once: name it alone or as both)")
     return None
 
 
@@ -233,6 +242,12 @@ class ParserSettings:
     front: str | None = None
     """An engine record reading the reasoning before ``tool_format`` reads the content
     (``front``: an engine format's reasoning parser with another family's tool parser)."""
+    template: Any = None
+    """Response-template formats: the model's checked template."""
+    template_reasoning: bool = False
+    """Response-template formats: its reasoning parser is named (thinking is reasoning)."""
+    template_tools: bool = False
+    """Response-template formats: calls are read (else their text is content)."""
 
     @property
     def spelling(self) -> dict[str, str]:
@@ -245,7 +260,8 @@ class ParserSettings:
 
     def tool_context(self) -> ToolContext:
         return ToolContext(self.forced_name, self.forced and not self.named, self.spelling,
-                           self.request_tools, self.keep_calls or self.as_called)
+                           self.request_tools, self.keep_calls or self.as_called,
+                           self.template, self.template_reasoning, self.template_tools)
 
 
 @dataclass(frozen=True, slots=True)
@@ -327,9 +343,13 @@ def _pair(reasoning_parser: str | None, tool_parser: str | None) -> _Pair:
 
 
 def parser_settings(reasoning_parser: str | None, tool_parser: str | None,
-                    request: ChatRequest, vocab: Vocabulary) -> ParserSettings:
+                    request: ChatRequest, vocab: Vocabulary, template: Any = None
+                    ) -> ParserSettings:
+    """``template``: the model's checked ``response_template`` (response-template formats)."""
     pair = _pair(reasoning_parser, tool_parser)
     tool, own = pair.tool, pair.own
+    if Machine.TEMPLATE in (tool and tool.machine, own and own.machine):
+        return _template_settings(tool, own, request, template)
     tool_parser = None if tool is None else tool.name
     choice: Any = request.tool_choice
     named = isinstance(choice, dict)
@@ -388,6 +408,30 @@ def parser_settings(reasoning_parser: str | None, tool_parser: str | None,
     )
 
 
+def _template_settings(tool: ToolRecord | None, own: ReasoningRecord | None,
+                       request: ChatRequest, template: Any) -> ParserSettings:
+    """A response-template format (vLLM's ``ResponseTemplateParser``): one machine reads
+    reasoning, content and calls whichever of its parsers is named. Calls are read unless
+    there is no tool parser or ``tool_choice`` is "none" (then a call's text is content), and
+    returned for "required", a named tool, or "auto" with ``tools`` (vLLM's
+    ``keeps_tool_calls``); the reasoning is read only with the reasoning parser named (else
+    the thinking is content)."""
+    choice: Any = request.tool_choice
+    named = isinstance(choice, dict)
+    forced = named or choice == "required"
+    reads = tool is not None and choice != "none"
+    name = tool.name if tool is not None else own.reasoning_config if own else None
+    return ParserSettings(
+        reasoning=None, thinking=template_thinking(request), tool_format=name,
+        keep_calls=reads and (forced or (choice == "auto" and bool(request.tools))),
+        forced=forced, named=named,
+        forced_name=(choice.get("function") or {}).get("name") if named else None,
+        parallel=request.parallel_tool_calls is not False,
+        include_reasoning=request.include_reasoning,
+        request_tools=tuple(request.tools or ()) if reads else (),
+        template=template, template_reasoning=own is not None, template_tools=reads)
+
+
 def forces_content(request: ChatRequest) -> bool:
     """nemotron_v3's ``_should_force_content``: the template kwargs as sent."""
     kwargs = request.chat_template_kwargs or {}
@@ -401,7 +445,11 @@ def start(settings: ParserSettings, vocab: Vocabulary, prompt_ids: Sequence[int]
     fmt = settings.reasoning
     tools: ToolState | None = None
     tool = tool_record(settings.tool_format)
-    if tool is not None and tool.machine is Machine.ENGINE:
+    if tool is not None and tool.machine is Machine.TEMPLATE:
+        from derender.core.parsers.formats import response_template  # noqa: PLC0415
+        prompt = vocab.text_view(False, False).decode(list(prompt_ids or ()))
+        tools = response_template.start(settings.template, prompt)
+    elif tool is not None and tool.machine is Machine.ENGINE:
         from derender.core.parsers import engine  # noqa: PLC0415 (only when served)
         tools = engine.start(tool_format(tool.name), engine_config(tool.name),
                              settings.engine_thinking, settings.engine_mode)

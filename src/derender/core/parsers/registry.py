@@ -73,6 +73,10 @@ class Machine(Enum):
     """The parser engine (``engine.py``) with the format's ``EngineConfig``."""
     HARMONY = "harmony"
     """The Harmony machine, from token ids (gpt-oss models only)."""
+    TEMPLATE = "template"
+    """The response-template machine (``formats/response_template.py``) reading the model's
+    own ``response_template``: reasoning, content and calls at once, whichever of the
+    family's parsers is named (vLLM's ``ResponseTemplateParser``)."""
 
 
 class WithoutTools(Enum):
@@ -310,6 +314,13 @@ TOOL_RECORDS: tuple[ToolRecord, ...] = (
     _own("lfm2", "lfm2", "FORMAT", 130),
     # FunctionGemma's call:NAME{key:<escape>value<escape>} between special tokens
     _own("functiongemma", "functiongemma", "FORMAT", 131),
+    # template branch: grammars read from the checkpoint's response_template (tags 180-189)
+    ToolRecord("hf", 180, Machine.TEMPLATE, Ref(_F + "response_template", "FORMAT"),
+               family="hf", without_tools=_DROPPED),
+    # Beam's: hf's machine (vLLM's BeamParser adds only a grammar for generation), its own
+    # family (vLLM refuses it with hf)
+    ToolRecord("beam", 181, Machine.TEMPLATE, Ref(_F + "response_template", "BEAM"),
+               family="beam", without_tools=_DROPPED),
 )
 """The tool-call formats."""
 
@@ -368,6 +379,9 @@ REASONING_RECORDS: tuple[ReasoningRecord, ...] = (
     # glm2: poolside Laguna, deepseek_v3's reasoning (its prompt check scoped to the turn)
     _reasoning("poolside_v1", (THINK, END_THINK), thinking=Thinking.KWARGS,
                switch=Ref(_REASONING, "v3_switch")),
+    # template branch: the response-template family (read by its tool record's machine)
+    ReasoningRecord("hf", Machine.TEMPLATE, family="hf", reasoning_config="hf"),
+    ReasoningRecord("beam", Machine.TEMPLATE, family="beam", reasoning_config="beam"),
 )
 """The reasoning formats."""
 

@@ -55,6 +55,13 @@ class ToolContext:
     parameter up once, not on every chunk)."""
     keep: bool = True
     """Parsed calls are returned (``tool_choice`` is not "none")."""
+    template: Any = None
+    """Response-template formats (``hf``, ``beam``): the model's checked template."""
+    parse_reasoning: bool = False
+    """Response-template formats: the reasoning parser is the template's (else its thinking
+    is content)."""
+    parse_tools: bool = False
+    """Response-template formats: calls are read (else a call's text is content)."""
 
     def spelled(self, marker: str) -> str:
         return marker if self.spell is None else self.spell.get(marker, marker)
