@@ -54,7 +54,9 @@ def test_the_marker_table_is_the_one_states_were_issued_with() -> None:
     assert list(MARKUP[:34]) == COMPAT["markup"]
     assert MARKUP[34:] == ("<tool_calls>", "</tool_calls>", "<tool_sep>",  # issue 19: Hy3 (jamba)
                            "<|action_start|>", "<|plugin|>", "<|action_end|>",  # InternLM2
-                           "<|message_sep|>", "<|role_sep|>", "<|function_call|>")  # GigaChat 3
+                           "<|message_sep|>", "<|role_sep|>", "<|function_call|>",  # GigaChat 3
+                           # muse branch: Muse Spark's framing
+                           "<|start|>", "<|message|>", "<|eom|>", "<|eot|>")
 
 
 
@@ -162,6 +164,9 @@ def test_every_reference_loads_what_it_names() -> None:
         if own.machine is Machine.ENGINE:
             config = parsers.engine_config(own.reasoning_config)
             assert config.think_transitions  # the config reads reasoning
+            assert TOOLS_BY_NAME[own.reasoning_config].family == own.family
+        if own.machine is Machine.FAMILY:  # its family's tool machine reads the reasoning
+            assert parsers.tool_format(own.reasoning_config).feed_reasoning is not None
             assert TOOLS_BY_NAME[own.reasoning_config].family == own.family
         if own.switch is not None:
             assert callable(own.switch.load())

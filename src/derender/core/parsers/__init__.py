@@ -134,7 +134,9 @@ def load(reasoning_parser: str | None, tool_parser: str | None) -> None:
         engine_config(tool.name)
     if own is not None and own.format is not None:
         reasoning_format(own.name)
-    if own is not None and own.reasoning_config:
+    if own is not None and own.machine is Machine.FAMILY:
+        tool_format(own.reasoning_config)
+    elif own is not None and own.reasoning_config:
         engine_config(own.reasoning_config)
     for ref in (own.switch if own else None, tool.call_id if tool else None,
                 tool.older_grammar if tool else None):
@@ -160,8 +162,13 @@ def pairing_error(reasoning_parser: str | None, tool_parser: str | None) -> str 
     tool parser with any reasoning parser (another family's reads first, then the engine the
     content) or alone."""
     own, tool = reasoning_record(reasoning_parser), tool_record(tool_parser)
-    if (own is not None and own.machine is Machine.ENGINE and tool is not None
-            and own.family != tool.family):
+    if tool is not None and tool.needs_reasoning and (own is None or own.family != tool.family):
+        own_names = sorted({r.name for r in REASONING_BY_NAME.values()
+                            if r.family == tool.family})
+        return (f"tool parser {tool_parser!r} serves only with its family's reasoning parser "
+                f"({', '.join(own_names)})")
+    if (own is not None and own.machine in (Machine.ENGINE, Machine.FAMILY)
+            and tool is not None and own.family != tool.family):
         family = sorted(n for r in TOOLS_BY_NAME.values() if r.family == own.family
                         for n in r.names)
         return (f"reasoning parser {reasoning_parser!r} is read by its family's tool parser "
@@ -348,6 +355,8 @@ def parser_settings(reasoning_parser: str | None, tool_parser: str | None,
         tools, keep = True, bool(request.tools) and (forced or choice == "auto")
     elif mode == REASONING_ONLY and own is not None:
         tool_parser, tools, keep = own.reasoning_config, True, False
+    elif own is not None and own.machine is Machine.FAMILY and tool is None:
+        tool_parser, tools, keep = own.reasoning_config, True, False  # alone: nothing called
     fmt = pair.fmt
     on = (pair.switch(template_kwargs(request)) if pair.switch is not None
           else template_thinking(request))

@@ -73,6 +73,9 @@ class Machine(Enum):
     """The parser engine (``engine.py``) with the format's ``EngineConfig``."""
     HARMONY = "harmony"
     """The Harmony machine, from token ids (gpt-oss models only)."""
+    FAMILY = "family"
+    """Reasoning read by its family's tool-call machine (``ToolFormat.feed_reasoning``),
+    with that tool parser or alone (its record's ``reasoning_config`` names the tool format)."""
 
 
 class WithoutTools(Enum):
@@ -131,6 +134,9 @@ class ToolRecord:
     (else ``chatcmpl-tool-…``)."""
     family: str = ""
     """Engine formats: the family whose reasoning parser the same machine reads (pairing)."""
+    needs_reasoning: bool = False
+    """Served only with its family's reasoning parser (``muse``: alone, vLLM's tool parser
+    reads every channel itself, which derender does not read)."""
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -205,6 +211,9 @@ INTERNLM_ACTION = (Marker(37, "<|action_start|>"), Marker(38, "<|plugin|>"),
                    Marker(39, "<|action_end|>"))
 GIGACHAT3_MARKERS = (Marker(40, "<|message_sep|>"), Marker(41, "<|role_sep|>"),
                      Marker(42, "<|function_call|>"))
+# muse branch: Muse Spark's channel framing
+MUSE_FRAMING = (Marker(43, "<|start|>"), Marker(44, "<|message|>"), Marker(45, "<|eom|>"),
+                Marker(46, "<|eot|>"))
 
 QWEN3_TOOLS = (TOOL_CALL, END_TOOL_CALL)
 QWEN3_REASONING = (THINK, END_THINK, TOOL_CALL, *CHATML)
@@ -284,6 +293,9 @@ TOOL_RECORDS: tuple[ToolRecord, ...] = (
             reads=_EVERY),
     _engine("minimax_m3", "minimax", "M3", 56, "minimax_m3", markers=(MINIMAX_M3_NS,),
             reads=Reads.WITH_CALLS),
+    # muse branch: Muse Spark's channels and ATEM calls (tag 170), read with its reasoning
+    _own("muse", "muse", "FORMAT", 170, aliases=("musespark1x",), markers=MUSE_FRAMING,
+         reads=_EVERY, family="muse", needs_reasoning=True),
     ToolRecord("openai", None, Machine.HARMONY, None),
 )
 """The tool-call formats."""
@@ -331,6 +343,10 @@ REASONING_RECORDS: tuple[ReasoningRecord, ...] = (
     _engine_reasoning("glm47", "glm", "glm47", "glm", "thinking"),
     _engine_reasoning("ling3", "ling3", "ling3", "glm", "thinking"),
     _engine_reasoning("minimax_m2", "minimax_m2", "minimax_m2", "minimax", "m2_thinking"),
+    # muse branch: read by the muse tool format's machine
+    ReasoningRecord("muse", Machine.FAMILY, thinking=Thinking.KWARGS,
+                    switch=Ref(_F + "muse", "thinking"), family="muse", reasoning_config="muse",
+                    aliases=("musespark1x",), markers=MUSE_FRAMING),
     ReasoningRecord("openai_gptoss", Machine.HARMONY),
 )
 """The reasoning formats."""
