@@ -92,6 +92,11 @@ TEMPLATES: dict[str, str] = {
                  '"n": 1}}<|action_end|>'),
     "gigachat3": ('Sure.<|message_sep|>\n\nfunction call<|role_sep|>\n{"name": "NAME", '
                   '"arguments": {"a": "VALUE", "n": 1}}'),
+    # muse branch: one call message of Muse Spark's channels
+    "muse": ('<|start|>assistant to=NAME<|message|><atem:function_calls>\n'
+             '<atem:invoke name="NAME">\n<atem:parameter name="a">VALUE</atem:parameter>\n'
+             '<atem:parameter name="n">1</atem:parameter>\n</atem:invoke>\n'
+             '</atem:function_calls><|eom|>'),
 }
 """One complete call per tool format, as the model writes it."""
 
@@ -126,6 +131,10 @@ PARAMETERS["deepseek_v41"] = tuple(  # type: ignore[assignment]
 PARAMETERS["glm45"] = PARAMETERS["glm47"]
 PARAMETERS["ling3"] = PARAMETERS["glm47"]
 PARAMETERS["hy_v3"] = ("<tool_calls><tool_call>f<tool_sep>", *PARAMETERS["glm47"][1:])
+# muse branch
+PARAMETERS["muse"] = ('<|start|>assistant to=f<|message|><atem:function_calls>\n'
+                      '<atem:invoke name="f">\n', '<atem:parameter name="a">x</atem:parameter>\n',
+                      '<atem:parameter name="a">x\n')
 
 THINK = "<think>reasoning VALUE</think>\n\n"
 REASONING_TEMPLATES: dict[str, str] = {
@@ -140,6 +149,9 @@ REASONING_TEMPLATES: dict[str, str] = {
     "holo2": THINK, "ling3": THINK, "hy_v3": THINK,
     "minimax_m2": THINK + "<minimax:tool_call>",
     "olmo3": "<think>reasoning VALUE</think>answer",
+    # muse branch: a reasoning message, then a commentary one
+    "muse": (" to=self<|message|>reasoning VALUE<|eom|><|start|>assistant to=commentary"
+             "<|message|>answer<|eom|>"),
 }
 """Text each reasoning parser reads markers in."""
 
@@ -152,6 +164,7 @@ PAIRS: tuple[tuple[str | None, str | None], ...] = (
     ("deepseek_v4", "deepseek_v4"), ("deepseek_v41", "deepseek_v41"), ("glm47", "glm47"),
     ("minimax_m2", "minimax_m2"), ("minimax_m3", "minimax_m3"), ("step5", "step5"),
     ("holo2", "hermes"), ("ling3", "ling3"), ("hy_v3", "hy_v3"),
+    ("muse", "muse"),  # muse branch
 )
 """(reasoning parser, tool parser) pairings: every tool format and every reasoning parser
 alone, and each family's own pairing (step3p5 and nemotron_v3 with qwen3_coder, issue 22)."""

@@ -50,7 +50,7 @@ from dataclasses import dataclass
 from enum import IntEnum, IntFlag
 from typing import Any
 
-from derender.core.decoding.markers import pending_prefix
+from derender.core.decoding.markers import Finder, pending_prefix
 from derender.core.parsers.schema import tool_name
 from derender.core.parsers.tools import ToolCallDelta, ToolContext, ToolFormat, ToolState
 from derender.core.state.codec import Reader, Writer, utf8_prefix, utf8_size
@@ -74,9 +74,9 @@ MAX_SPACE = 256
 _ATEM_TAIL = len(FUNCTION_CALLS) - 1
 
 _NAME_RE = re.compile(r'<atem:invoke\b[^>]*?\bname="([^"]+)"')
-_PARAM_RE = re.compile(
-    r'<atem:parameter\b[^>]*?\bname="(?P<key>[^"]+)"[^>]*?>(?P<value>.*?)</atem:parameter>',
-    re.DOTALL)
+PARAMETER, PARAMETER_END = "<atem:parameter", "</atem:parameter>"
+_PARAM_HEAD = re.compile(r'<atem:parameter\b[^>]*?\bname="(?P<key>[^"]+)"[^>]*?>')
+"""vLLM's ``_PARAM_RE`` is this head, then the value up to the first ``</atem:parameter>``."""
 _CALLABLE = re.compile(r"[A-Za-z0-9_.\-]+")
 """A recipient vLLM's tool parser reads a tool's body for (its header pattern's class)."""
 _WORD = re.compile(r"\w")
@@ -273,9 +273,18 @@ def parse_invoke(text: str, tools: Sequence[Any]) -> tuple[str, str] | None:
     name = _normalize(found.group(1), _registered(tools))
     strings = _string_parameters(tools, name)
     args: dict[str, Any] = {}
-    for match in _PARAM_RE.finditer(text):
-        key, raw = match.group("key"), match.group("value")
+    at = text.find(PARAMETER)
+    while at >= 0:  # vLLM's finditer, without rescanning for closers that are not there
+        head = _PARAM_HEAD.match(text, at)
+        if head is None:
+            at = text.find(PARAMETER, at + 1)
+            continue
+        end = text.find(PARAMETER_END, head.end())
+        if end < 0:
+            break  # no closer after this head: none after any later one either
+        key, raw = head.group("key"), text[head.end():end]
         args[key] = raw if key in strings else _decode_value(raw)
+        at = text.find(PARAMETER, end + len(PARAMETER_END))
     return name, json.dumps(args, ensure_ascii=False)
 
 
@@ -297,11 +306,12 @@ class _Run:
     def read(self, s: str, final: bool, marks: _Marks) -> str:
         """Read ``s`` (the held framing and the new text); the text still held."""
         i = 0
+        finder = Finder(s)
         while True:
             if self.phase == Phase.BODY:
-                m = s.find(marks.message, i)
-                b = min((at for at in (s.find(x, i) for x in marks.boundaries) if at >= 0),
-                        default=-1)
+                m = finder.find(marks.message, i)
+                b = min((at for at in (finder.find(x, i) for x in marks.boundaries)
+                         if at >= 0), default=-1)
                 if m >= 0 and (b < 0 or m < b):
                     start, recipient = _header(s, i, m, marks, False)
                     self.body(s[i:start])
@@ -316,7 +326,7 @@ class _Run:
                 hold = len(s) if final else _hold_from(s, i, marks, False)
                 self.body(s[i:hold])
                 return s[hold:]
-            m = s.find(marks.message, i)
+            m = finder.find(marks.message, i)
             if m >= 0:
                 start, recipient = _header(s, i, m, marks, True)
                 self.out(s[i:start])
