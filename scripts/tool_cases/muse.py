@@ -10,7 +10,9 @@ Usage (the peer folder is a copy of ``tests/models/muse-spark-standin`` once der
         --tool-call-parser muse --reasoning-parser muse --enable-auto-tool-choice
     "$VLLM_PEER"/start.sh i20mu-muse 8372 --served-model-name muse-spark-standin \\
         --tool-call-parser muse --enable-auto-tool-choice
-    .venv/bin/python scripts/record_tool_fixtures.py muse 8371 8372
+    "$VLLM_PEER"/start.sh i20mu-muse 8373 --served-model-name muse-spark-standin \\
+        --reasoning-parser muse
+    .venv/bin/python scripts/record_tool_fixtures.py muse 8371 8372 8373
 
 The prompt ends ``<|start|>assistant``; the output is channel messages ``" to=RECIPIENT
 <|message|>BODY<|eom|>"`` (the first without ``<|start|>assistant``, later ones with it):
@@ -49,7 +51,11 @@ def _server(reasoning: bool) -> Server:
                   ROOT / "tests" / "models" / MODEL / "tokenizer.json")
 
 
-SERVERS = {M: _server(True), MT: _server(False)}
+MR = "muse-reasoning"
+SERVERS = {M: _server(True), MT: _server(False),
+           MR: Server(MODEL, ["--served-model-name", MODEL, "--reasoning-parser", "muse"],
+                      "muse reasoning parser", MR, ("reasoning", "reasoning_parser:muse"),
+                      ROOT / "tests" / "models" / MODEL / "tokenizer.json")}
 
 START, MSG, END_M, END_T = "<|start|>assistant", "<|message|>", "<|eom|>", "<|eot|>"
 
@@ -151,7 +157,7 @@ def _history() -> list[dict[str, Any]]:
 
 def Case(server: str, shape: str, output: str, eos: int | None, stream: str,  # noqa: N802
          **fields: Any) -> list[_Case]:
-    kind = "reasoning" if server == M else "tool_call"
+    kind = "tool_call" if server == MT else "reasoning"
     return both(_Case(server, shape, output, eos, kind=kind, **fields), stream)
 
 
@@ -194,6 +200,16 @@ def muse_cases() -> list[_Case]:
     cases += Case(MT, "tool_choice_none", call_out, EOM, "small", request=NONE)
     cases += Case(MT, "no_tools", call_out, EOM, "small", tools=False)
     cases += Case(MT, "required", call_out, EOM, "small", request=REQUIRED)
+    # the reasoning parser alone (7510-): nothing is called; a tool message with ATEM markup
+    # makes the content the framed messages
+    for shape, output, eos, stream in (
+            ("single", call_out, EOM, "small"),
+            ("commentary_before", SELF + msg("commentary", "Let me check.") + SINGLE, EOM,
+             "mixed"),
+            ("reasoning_content", SELF + ANSWER, None, "small"),
+            ("plain", PLAIN, EOT, "small"),
+            ("developer_and_call", SELF + msg("developer", "note") + SINGLE, EOM, "small")):
+        cases += Case(MR, shape, output, eos, stream, tools=False)
     return cases
 
 
