@@ -168,9 +168,10 @@ def _run_start(s: str, lo: int, end: int, marks: _Marks) -> int:
 
 
 def _to_start(s: str, lo: int, end: int, marks: _Marks) -> int:
-    """Where ``to=RECIPIENT`` ending at ``end`` starts (the first ``to=`` of the run with a
-    recipient after it), or -1."""
-    run = _run_start(s, lo, end, marks)
+    """Where ``to=RECIPIENT`` ending at ``end`` (a ``<|message|>``) starts: the first ``to=``
+    of the run with a recipient after it, within ``MAX_PEND`` characters of the marker's last
+    one (what a stream holds, whatever its chunks); or -1."""
+    run = max(_run_start(s, lo, end, marks), end + len(marks.message) - 1 - MAX_PEND)
     at = s.find("to=", run, end)
     return at if at >= 0 and at + 3 < end else -1
 
@@ -190,7 +191,7 @@ def _header(s: str, lo: int, m: int, marks: _Marks, framing: bool) -> tuple[int,
     start, recipient = (m, None) if to < 0 else (to, s[to + 3:m])
     if framing:
         assistant = _assistant_start(s, lo, start, marks)
-        if assistant >= 0:
+        if assistant >= 0 and m + len(marks.message) - 1 - assistant <= MAX_PEND:
             start = assistant
     return start, recipient
 
@@ -202,8 +203,9 @@ _AFTER_ASSISTANT = re.compile(r"assistant\s*(?:t(?:o(?:=\S*)?)?)?\Z")
 def _hold_from(s: str, lo: int, marks: _Marks, framing: bool) -> int:
     """Where the end of ``s[lo:]`` that may still become framing starts (``len(s)``: none)."""
     end = len(s) - pending_prefix(s, marks.every, lo)
-    hold = end if end < len(s) else len(s)
-    run = _run_start(s, lo, end, marks)
+    hold = end
+    window = max(lo, len(s) - MAX_PEND)  # held text is never longer (``MAX_PEND``)
+    run = max(_run_start(s, lo, end, marks), window)
     to = s.find("to=", run, end)
     if to >= 0:
         hold = min(hold, to)
@@ -212,13 +214,11 @@ def _hold_from(s: str, lo: int, marks: _Marks, framing: bool) -> int:
     elif s.endswith("t", run, end):
         hold = min(hold, end - 1)
     if framing:
-        at = s.rfind(marks.start, lo)
+        at = s.rfind(marks.start, window)
         if at >= 0:
             rest = s[at + len(marks.start):]
             if _PREFIX_OF_ASSISTANT.match(rest) or _AFTER_ASSISTANT.match(rest):
                 hold = min(hold, at)
-    if len(s) - hold > MAX_PEND:  # too long to be a header: give it up
-        hold = len(s) - pending_prefix(s, marks.every, lo)
     return hold
 
 
@@ -448,8 +448,8 @@ class _Run:
             if self.flags & (Flag.IN_INVOKE | Flag.SKIP):
                 end = s.find(INVOKE_END, max(0, len(s) - len(text) - len(INVOKE_END)))
                 if end >= 0:
-                    if not self.flags & Flag.SKIP:
-                        self.call(s[:end + len(INVOKE_END)])
+                    if not self.flags & Flag.SKIP:  # held as a stream holds it
+                        self.call(utf8_prefix(s[:end + len(INVOKE_END)], MAX_CALL))
                     self.flags &= ~(Flag.IN_INVOKE | Flag.SKIP)
                     s, text = s[end + len(INVOKE_END):], s[end + len(INVOKE_END):]
                     continue
