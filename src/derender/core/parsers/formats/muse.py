@@ -63,9 +63,9 @@ MAX_PEND = 160
 ``to=RECIPIENT``): a longer recipient is not read as one."""
 MAX_LEAD = 1024
 """Bytes (UTF-8) of text before the first header held: past them it is content."""
-MAX_RAW = 2048
+MAX_RAW = 1024
 """Bytes of a tool message's framed text held for the content of a turn whose calls do not
-parse."""
+parse (a malformed or cut-off call message: short in practice)."""
 MAX_CALL = 2048
 """Bytes of an invoke held until ``</atem:invoke>``: past them the call's arguments are the
 parameters complete within them, and the rest of the invoke is skipped."""
