@@ -878,7 +878,8 @@ ISSUE_19_20: dict[tuple[int, int], tuple[int, str]] = {
     (4200, 4599): (74 + 74, "ling3 4200-4273, hy_v3 4280-4353"),
     (4600, 4999): (84 + 58, "step5, holo2"),
     # muse branch
-    (7400, 7799): (120, "muse 7400-7519 (musespark1x is its alias)"),
+    (7400, 7799): (144, "muse 7400-7519 (musespark1x is its alias), muse_glimmer 7520-7543 "
+                        "(recorded ahead)"),
 }
 """The recordings of issues 19 and 20 by number range: how many cases, of which names."""
 

@@ -51,10 +51,15 @@ def _server(reasoning: bool) -> Server:
                   ROOT / "tests" / "models" / MODEL / "tokenizer.json")
 
 
-MR = "muse-reasoning"
+MR, MG = "muse-reasoning", "muse_glimmer"
 SERVERS = {M: _server(True), MT: _server(False),
            MR: Server(MODEL, ["--served-model-name", MODEL, "--reasoning-parser", "muse"],
                       "muse reasoning parser", MR, ("reasoning", "reasoning_parser:muse"),
+                      ROOT / "tests" / "models" / MODEL / "tokenizer.json"),
+           MG: Server(MODEL, ["--served-model-name", MODEL, "--tool-call-parser", "muse_glimmer",
+                              "--reasoning-parser", "muse_glimmer", "--enable-auto-tool-choice"],
+                      "muse_glimmer tool and reasoning parsers", "muse_glimmer",
+                      ("parser:muse_glimmer", "reasoning", "reasoning_parser:muse_glimmer"),
                       ROOT / "tests" / "models" / MODEL / "tokenizer.json")}
 
 START, MSG, END_M, END_T = "<|start|>assistant", "<|message|>", "<|eom|>", "<|eot|>"
@@ -210,6 +215,26 @@ def muse_cases() -> list[_Case]:
             ("plain", PLAIN, EOT, "small"),
             ("developer_and_call", SELF + msg("developer", "note") + SINGLE, EOM, "small")):
         cases += Case(MR, shape, output, eos, stream, tools=False)
+    # muse_glimmer, both parsers (7520-): other recipients, every value JSON-decoded, the
+    # reasoning read by vLLM's older regexes (recorded ahead of its implementation)
+    for shape, output, eos, stream in (
+            ("single", call_out, EOM, "small"),
+            ("typed", SELF + call("set_config.set_config", TYPED), EOM, "small"),
+            ("string_values", SELF + call("set_config.set_config", STRINGY), EOM, "small"),
+            ("commentary_before", SELF + msg("commentary", "Let me check.") + SINGLE, EOM,
+             "mixed"),
+            ("reasoning_content", SELF + ANSWER, None, "small"),
+            ("reasoning_two_blocks", SELF + msg("self", "Second thought.") + ANSWER, None,
+             "small"),
+            ("plain", PLAIN, EOT, "small"),
+            ("bare_recipient", f"{MSG}{THOUGHT}{END_M}" + ANSWER, None, "small"),
+            ("developer", SELF + msg("developer", "internal note") + ANSWER, None, "small"),
+            ("truncated_args", SELF + msg(W, '<atem:function_calls>\n<atem:invoke name="' + W
+                                          + '">\n<atem:parameter name="city">Par', ""), None,
+             "small")):
+        cases += Case(MG, shape, output, eos, stream)
+    cases += Case(MG, "tool_choice_none", call_out, EOM, "small", request=NONE)
+    cases += Case(MG, "no_tools", call_out, EOM, "small", tools=False)
     return cases
 
 
