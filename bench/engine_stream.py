@@ -112,6 +112,12 @@ class Format:
     """The request's ``chat_template_kwargs`` (what turns its reasoning parser on)."""
     prompt: str = "What's the weather in Lisbon?"
     """The prompt's text (encoded with the model's vocabulary)."""
+    prefix: str = ""
+    """Text before the reasoning (its opening markup)."""
+    strip_reasoning: bool = True
+    """The format drops the reasoning's trailing whitespace."""
+    notes_ids: int = NOTES_IDS
+    """Ids of the notes value."""
 
 
 FORMATS = {
@@ -213,6 +219,16 @@ FORMATS["hf"] = Format("hf (response template)", "hf-xml-standin", "hf-xml-stand
                        "\n</parameter>\n</function>\n</tool_call>",
                        prompt="<|im_start|>user\nWhat's the weather in Lisbon?<|im_end|>\n"
                               "<|im_start|>assistant\n<think>\n")
+# muse branch: Muse Spark, a reasoning message then a call message
+FORMATS["muse"] = Format("Muse Spark", "muse-spark-standin", "muse-spark-standin",
+                         "muse-spark-standin", "muse", 200008,
+                         '<|eom|><|start|>assistant to=get_weather<|message|>'
+                         '<atem:function_calls>\n<atem:invoke name="get_weather">\n'
+                         '<atem:parameter name="city">Lisbon</atem:parameter>\n'
+                         '<atem:parameter name="notes">',
+                         "</atem:parameter>\n</atem:invoke>\n</atem:function_calls>",
+                         prefix=" to=self<|message|>", strip_reasoning=False,
+                         notes_ids=200)  # a call is held whole (as vLLM sends it), to 2 KB
 FORMATS["holo2"] = Format("Holo2", "qwen3", "qwen3", "qwen3", "qwen3_coder", 151645,
                           FORMATS["step5"].head, FORMATS["step5"].tail, reasoning_parser="holo2",
                           folder=REPO / "layers" / "tokenizers" / "qwen3")
@@ -260,20 +276,21 @@ def build(fmt: Format, tokenizer: Tokenizer) -> Output:
     def encode(text: str) -> list[int]:
         return list(tokenizer.encode(text, add_special_tokens=False).ids)
 
-    notes = tokenizer.decode(real_text_ids(tokenizer, NOTES_IDS), skip_special_tokens=False)
+    notes = tokenizer.decode(real_text_ids(tokenizer, fmt.notes_ids), skip_special_tokens=False)
     written = json.dumps(notes, ensure_ascii=False)[1:-1] if fmt.json_notes else notes
     call = encode(fmt.head + written + fmt.tail)
     if tokenizer.decode(call, skip_special_tokens=False) != fmt.head + written + fmt.tail:
         raise SystemExit(f"{fmt.name}: the call's ids do not decode to its text")
-    count = STREAM_IDS - len(call) - 1
+    prefix = encode(fmt.prefix) if fmt.prefix else []
+    count = STREAM_IDS - len(call) - len(prefix) - 1
     reasoning = real_text_ids(tokenizer, count + 3000, CORPUS)[3000:]
-    ids = [*reasoning, *call, fmt.eos]
+    ids = [*prefix, *reasoning, *call, fmt.eos]
     if len(ids) != STREAM_IDS:
         raise SystemExit(f"built {len(ids)} ids, not {STREAM_IDS}")
     lead = tokenizer.decode(reasoning, skip_special_tokens=False)
-    return Output(ids, encode(fmt.prompt),
-                  lead.rstrip() if fmt.lead == "reasoning" else lead,
-                  {"city": "Lisbon", "notes": notes}, len(reasoning))
+    strip = fmt.lead == "reasoning" and fmt.strip_reasoning
+    return Output(ids, encode(fmt.prompt), lead.rstrip() if strip else lead,
+                  {"city": "Lisbon", "notes": notes}, len(prefix) + len(reasoning))
 
 
 def body(fmt: Format, ids: list[int], finish: str | None, prompt: list[int], state: Any

@@ -108,6 +108,11 @@ TEMPLATES: dict[str, str] = {
                       "<escape>}<end_function_call> VALUE <start_function_call>oops"),
     # template branch: the response-template family, on ``HF_TEMPLATE`` (Qwen3-Coder's calls)
     "hf": QWEN_XML, "beam": QWEN_XML,
+    # muse branch: one call message of Muse Spark's channels
+    "muse": ('<|start|>assistant to=NAME<|message|><atem:function_calls>\n'
+             '<atem:invoke name="NAME">\n<atem:parameter name="a">VALUE</atem:parameter>\n'
+             '<atem:parameter name="n">1</atem:parameter>\n</atem:invoke>\n'
+             '</atem:function_calls><|eom|>'),
 }
 # kimi3 (issue 20): Kimi K3's XTML channels
 K3_CALL = ('<|open|>call tool="NAME"<|sep|><|open|>argument key="a" type="string"<|sep|>'
@@ -170,6 +175,10 @@ PARAMETERS["kimi_k3"] = ('<|open|>tools<|sep|><|open|>call tool="f"<|sep|>',
                          '<|open|>argument key="a" type="string"<|sep|>x<|close|>argument<|sep|>',
                          '<|open|>argument key="a" type="object"<|sep|>x')
 PARAMETERS["hf"] = PARAMETERS["beam"] = PARAMETERS["qwen3_coder"]
+# muse branch
+PARAMETERS["muse"] = ('<|start|>assistant to=f<|message|><atem:function_calls>\n'
+                      '<atem:invoke name="f">\n', '<atem:parameter name="a">x</atem:parameter>\n',
+                      '<atem:parameter name="a">x\n')
 
 THINK = "<think>reasoning VALUE</think>\n\n"
 REASONING_TEMPLATES: dict[str, str] = {
@@ -189,6 +198,9 @@ REASONING_TEMPLATES: dict[str, str] = {
     "kimi_k3": "reasoning VALUE<|close|>think<|sep|>",  # kimi3 (issue 20)
     # template branch: the response-template family (``HF_TEMPLATE``)
     "hf": THINK, "beam": THINK,
+    # muse branch: a reasoning message, then a commentary one
+    "muse": (" to=self<|message|>reasoning VALUE<|eom|><|start|>assistant to=commentary"
+             "<|message|>answer<|eom|>"),
 }
 """Text each reasoning parser reads markers in."""
 
@@ -205,6 +217,7 @@ PAIRS: tuple[tuple[str | None, str | None], ...] = (
     ("hy_v4", "hy_v4"), ("poolside_v1", "poolside_v1"),  # glm2
     ("kimi_k3", "kimi_k3"),  # kimi3 (issue 20)
     ("hf", "hf"), ("beam", "beam"),  # template branch
+    ("muse", "muse"),  # muse branch
 )
 """(reasoning parser, tool parser) pairings: every tool format and every reasoning parser
 alone, and each family's own pairing (step3p5 and nemotron_v3 with qwen3_coder, issue 22),

@@ -791,6 +791,22 @@ def send_call(client: Any, endpoint: str, call: dict[str, Any]) -> Any:
                           content=None if raw is None else raw.encode("utf-8"))
 
 
+# muse branch: Muse Spark (docs/vllm-compat/muse.md): vLLM streams no unframed output, an
+# ATEM block echoed in the answer as content without its call, and nothing where its message
+# gives a malformed or cut-off call message's framed text as content (7443-7461)
+STREAM_AS_MESSAGE.update({_case_name(n): _case_name(n - 1)
+                          for n in (7429, 7437, 7443, 7445, 7459, 7461, 7517)})
+# ... and the message where we differ on purpose (README compatibility): a commentary or
+# answer message before the first tool message holding ATEM markup stays its body when the
+# content is the framed messages (a stream gives the body before it can know; vLLM's stream,
+# 7513, does the same)
+MESSAGE_DIFFERENCES[_case_name(7512)] = (
+    "Let me check.<|start|>assistant to=get_weather.get_weather<|message|>"
+    '<atem:function_calls>\n<atem:invoke name="get_weather.get_weather">\n'
+    '<atem:parameter name="city">Paris</atem:parameter>\n'
+    '<atem:parameter name="unit">c</atem:parameter>\n</atem:invoke>\n'
+    "</atem:function_calls><|eom|>", [], "stop")
+
 def _check_deviation(name: str, response: Any) -> None:
     status, error_type, message = DEVIATIONS[name]
     got = response.json()
@@ -958,6 +974,9 @@ ISSUE_19_20: dict[tuple[int, int], tuple[int, str]] = {
     (7000, 7399): (140, "kimi_k3 7000-7139"),
     (7800, 8199): (128 + 30 + 44 + 30, "hf 7800-7927 (both parsers), 7930-7959 (each alone); "
                    "beam 7970-8013 (both), 8020-8049 (each alone)"),
+    # muse branch
+    (7400, 7799): (144, "muse 7400-7519 (musespark1x is its alias), muse_glimmer 7520-7543 "
+                        "(recorded ahead)"),
 }
 """The recordings of issues 19 and 20 by number range: how many cases, of which names."""
 
@@ -987,6 +1006,9 @@ def test_every_case_is_accounted_for() -> None:
     assert names >= SUPPORTED_BEYOND_VLLM | set(STREAM_QUIRKS) | set(MESSAGE_DIFFERENCES)
     assert names >= set(STREAM_AS_MESSAGE) | set(STREAM_AS_MESSAGE.values())
     assert names >= set(ID_LESS_FINISH_STOP_REASON) | BODY_LIMIT
-    # nothing pending but the drop-in cases not matched yet, each of which was recorded
+    # nothing pending but the drop-in cases not matched yet, each of which was recorded, and
+    # the cases recorded ahead of their implementation (``NOT_IMPLEMENTED``)
     pending = {case_name(p) for p in CASES} - names
-    assert pending == set().union(*NOT_MATCHED_YET.values()), pending
+    ahead = {case_name(p) for p in CASES
+             if (_pending_reason(load_case(p)) or "").startswith("recorded ahead")}
+    assert pending == set().union(*NOT_MATCHED_YET.values(), ahead), pending

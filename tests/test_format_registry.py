@@ -60,6 +60,7 @@ def test_the_marker_table_is_the_one_states_were_issued_with() -> None:
         "think", "/think", "tool_calls", "/tool_calls", "tool_call", "/tool_call", "arg_key",
         "/arg_key", "arg_value", "/arg_value"))
     assert MARKUP[53:56] == ("<|open|>", "<|close|>", "<|sep|>")  # issue 20: Kimi K3 (kimi3)
+    assert MARKUP[56:60] == ("<|start|>", "<|message|>", "<|eom|>", "<|eot|>")  # muse branch
 
 
 
@@ -167,6 +168,9 @@ def test_every_reference_loads_what_it_names() -> None:
         if own.machine is Machine.ENGINE:
             config = parsers.engine_config(own.reasoning_config)
             assert config.think_transitions  # the config reads reasoning
+            assert TOOLS_BY_NAME[own.reasoning_config].family == own.family
+        if own.machine is Machine.FAMILY:  # its family's tool machine reads the reasoning
+            assert parsers.tool_format(own.reasoning_config).feed_reasoning is not None
             assert TOOLS_BY_NAME[own.reasoning_config].family == own.family
         if own.switch is not None:
             assert callable(own.switch.load())

@@ -31,6 +31,7 @@ from derender_testing.tokenizer_variants import (
     derive_llama31_tools,
     derive_mistral_tools,
     derive_mistral_tools_v3,
+    derive_muse_standin,
     derive_olmo3_standin,
     derive_phi4_standin,
     derive_poolside_standin,
@@ -55,7 +56,9 @@ MODEL_NAMES = ("qwen3", "mistral-7b", "deepseek-v4", "gpt2", "llama3.1", "llama3
                "lfm2-standin", "functiongemma-standin",
                # kimi3 (issue 20)
                "kimi-k3-standin",
-               "hf-json-standin", "hf-xml-standin")
+               "hf-json-standin", "hf-xml-standin",
+               # muse branch
+               "muse-spark-standin")
 DERIVED = {"llama3.1-tools": ("llama3.1", derive_llama31_tools),
            "mistral-tools": ("mistral-7b", derive_mistral_tools),
            "mistral-tools-v3": ("mistral-7b", derive_mistral_tools_v3),
@@ -88,7 +91,9 @@ DERIVED = {"llama3.1-tools": ("llama3.1", derive_llama31_tools),
            "kimi-k3-standin": ("gpt2", derive_kimi_k3_standin),
            # template branch: Qwen3's vocabulary with response templates of their own
            "hf-json-standin": ("qwen3", copy_layer_tokenizer),
-           "hf-xml-standin": ("qwen3", copy_layer_tokenizer)}
+           "hf-xml-standin": ("qwen3", copy_layer_tokenizer),
+           # muse branch
+           "muse-spark-standin": ("gpt2", derive_muse_standin)}
 """Test models whose tokenizer files are derived from another's (``tokenizer_variants``)."""
 
 

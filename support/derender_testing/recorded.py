@@ -14,9 +14,17 @@ from derender_testing.models import ROOT, tokenizer
 
 FIXTURES = ROOT / "tests" / "fixtures" / "vllm-0.33"
 
-NOT_IMPLEMENTED: frozenset[str] = frozenset()
+NOT_IMPLEMENTED: frozenset[str] = frozenset({"parser:muse_glimmer"})  # muse branch
 """Fixture features recorded ahead of the code that serves them (a format recorded before its
 parser is written): cases with one of them are skipped, saying so, until it lands."""
+
+
+NOT_SERVED_SERVERS: dict[str, str] = {
+    # muse branch
+    "-muse-tool-chat-": "the muse tool parser without the muse reasoning parser, which reads "
+                        "every channel itself (refused at start-up, README compatibility)"}
+"""Recordings of a parser pairing derender refuses, by the server's slug in the case name:
+kept for when it is served, skipped saying why."""
 
 
 NOT_MATCHED_YET: dict[str, frozenset[str]] = {}
@@ -30,6 +38,9 @@ def pending_reason(case: dict[str, Any]) -> str | None:
     pending = sorted(NOT_IMPLEMENTED.intersection(case["features"]))
     if pending:
         return f"recorded ahead of its implementation: {', '.join(pending)} not implemented yet"
+    for slug, pairing in NOT_SERVED_SERVERS.items():
+        if slug in case["name"]:
+            return f"recorded ahead of its implementation: {pairing}"
     for subject, names in NOT_MATCHED_YET.items():
         if case["name"] in names:
             return (f"{subject}: vLLM 0.33's answer not matched yet "

@@ -554,3 +554,40 @@ def derive_functiongemma_standin(source: Path, target: Path) -> bool:
         config["tokenizer_class"] = "PreTrainedTokenizerFast"
 
     return derive(source, target, rename)
+MUSE_VOCAB_SIZE = 202_048
+MUSE_BASE_SIZE = 200_000
+MUSE_SPECIAL = {200000: "<|begin_of_text|>", 200001: "<|end_of_text|>",
+                200005: "<|start|>", 200006: "<|message|>", 200007: "<|eom|>",
+                200008: "<|eot|>"}
+"""``muse-spark-standin``: Muse Spark's framing tokens. What a public source gives: the vocabulary
+size 202,048, BOS 200000 and EOS 200001/200008 (vLLM 0.33's ``MuseSpark1xTextConfig``
+defaults), which is Llama 4's layout, where 200007 is ``<|eom|>`` and 200008 ``<|eot|>``.
+``<|start|>`` 200005 and ``<|message|>`` 200006 (Llama 4's header tokens' ids) are
+**unverified**: no public source gives their ids. All are special. The other ids of
+200000-202047 are ``<|reserved_special_token_N|>``; the base vocabulary below 200000 is GPT-2's
+(``gpt2``) padded with unreachable ``<|standin_pad_N|>`` entries (Muse's own vocabulary cannot
+be had offline here)."""
+
+
+def derive_muse_standin(source: Path, target: Path) -> bool:
+    """``target``'s tokenizer files from ``source``'s (GPT-2's): the stand-in Muse Spark
+    vocabulary (``MUSE_SPECIAL``). Deterministic; git-ignored like the other derived files."""
+    def build(tokenizer: Any, config: Any) -> None:
+        vocab = tokenizer["model"]["vocab"]
+        for token_id in range(len(vocab), MUSE_BASE_SIZE):
+            vocab[f"<|standin_pad_{token_id}|>"] = token_id
+        added = [{"id": i, "content": MUSE_SPECIAL.get(i, f"<|reserved_special_token_{i}|>"),
+                  "single_word": False, "lstrip": False, "rstrip": False,
+                  "normalized": False, "special": True}
+                 for i in range(MUSE_BASE_SIZE, MUSE_VOCAB_SIZE)]
+        tokenizer["added_tokens"] = [*tokenizer["added_tokens"], *added]
+        config.clear()
+        config.update({
+            "added_tokens_decoder": {str(t["id"]): {k: v for k, v in t.items() if k != "id"}
+                                     for t in tokenizer["added_tokens"]},
+            "bos_token": "<|begin_of_text|>", "eos_token": "<|eot|>", "unk_token": None,
+            "pad_token": None, "add_bos_token": False, "add_eos_token": False,
+            "clean_up_tokenization_spaces": False, "model_max_length": 262144,
+            "tokenizer_class": "PreTrainedTokenizerFast"})
+
+    return derive(source, target, build)

@@ -134,7 +134,7 @@ def load(reasoning_parser: str | None, tool_parser: str | None) -> None:
         engine_config(tool.name)
     if own is not None and own.format is not None:
         reasoning_format(own.name)
-    if own is not None and own.machine is Machine.TEMPLATE:
+    if own is not None and own.machine in (Machine.TEMPLATE, Machine.FAMILY):
         tool_format(own.reasoning_config)
     elif own is not None and own.reasoning_config:
         engine_config(own.reasoning_config)
@@ -163,7 +163,7 @@ def pairing_error(reasoning_parser: str | None, tool_parser: str | None) -> str 
     with another family's, the engine reads the reasoning first (``front``), then that tool
     parser the content; an engine tool parser after another family's reasoning parser reads
     as ``FOREIGN``. A response-template parser (``hf``, ``beam``) serves only alone or as
-    both, as vLLM refuses it with any other parser."""
+    both, as vLLM refuses it with any other parser; Muse Spark's only as both."""
     own, tool = reasoning_record(reasoning_parser), tool_record(tool_parser)
     if own is not None and tool is not None and (
             Machine.TEMPLATE in (own.machine, tool.machine) and own.family != tool.family):
@@ -171,6 +171,19 @@ def pairing_error(reasoning_parser: str | None, tool_parser: str | None) -> str 
         return (f"--reasoning-parser {reasoning_parser} and --tool-call-parser {tool_parser} "
                 "cannot be combined (a response-template parser reads reasoning and calls "
                 "at once: name it alone or as both)")
+    # Muse Spark's machine reads its channels only with its own reasoning parser (vLLM pairs
+    # both with any parser: README compatibility, muse pairing)
+    if tool is not None and tool.needs_reasoning and (own is None or own.family != tool.family):
+        own_names = sorted({r.name for r in REASONING_BY_NAME.values()
+                            if r.family == tool.family})
+        return (f"tool parser {tool_parser!r} serves only with its family's reasoning parser "
+                f"({', '.join(own_names)})")
+    if (own is not None and own.machine is Machine.FAMILY and tool is not None
+            and own.family != tool.family):
+        family = sorted(n for r in TOOLS_BY_NAME.values() if r.family == own.family
+                        for n in r.names)
+        return (f"reasoning parser {reasoning_parser!r} is read by its family's tool parser "
+                f"({', '.join(sorted(set(family)))}) and serves only with it or alone")
     return None
 
 
@@ -387,6 +400,8 @@ def parser_settings(reasoning_parser: str | None, tool_parser: str | None,
         # the engine reads the reasoning alone (and with another family's tool parser when
         # that reads nothing: its front machine is all there is)
         tool_parser, tools, keep, mode = own.reasoning_config, True, False, REASONING_ONLY
+    elif own is not None and own.machine is Machine.FAMILY and tool is None:
+        tool_parser, tools, keep = own.reasoning_config, True, False  # alone: nothing called
     fmt = pair.fmt
     on = (pair.switch(template_kwargs(request)) if pair.switch is not None
           else template_thinking(request))

@@ -77,6 +77,9 @@ class Machine(Enum):
     """The response-template machine (``formats/response_template.py``) reading the model's
     own ``response_template``: reasoning, content and calls at once, whichever of the
     family's parsers is named (vLLM's ``ResponseTemplateParser``)."""
+    FAMILY = "family"
+    """Reasoning read by its family's tool-call machine (``ToolFormat.feed_reasoning``),
+    with that tool parser or alone (its record's ``reasoning_config`` names the tool format)."""
 
 
 class WithoutTools(Enum):
@@ -135,6 +138,9 @@ class ToolRecord:
     (else ``chatcmpl-tool-…``)."""
     family: str = ""
     """Engine formats: the family whose reasoning parser the same machine reads (pairing)."""
+    needs_reasoning: bool = False
+    """Served only with its family's reasoning parser (``muse``: alone, vLLM's tool parser
+    reads every channel itself, which derender does not read)."""
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -221,6 +227,9 @@ HY4_CALLS = (Marker(45, "<tool_calls:opensource>"), Marker(46, "</tool_calls:ope
              Marker(51, "<arg_value:opensource>"), Marker(52, "</arg_value:opensource>"))
 # kimi3 (issue 20): Kimi K3's XTML tag tokens
 KIMI_K3_XTML = (Marker(53, "<|open|>"), Marker(54, "<|close|>"), Marker(55, "<|sep|>"))
+# muse branch: Muse Spark's channel framing
+MUSE_FRAMING = (Marker(56, "<|start|>"), Marker(57, "<|message|>"), Marker(58, "<|eom|>"),
+                Marker(59, "<|eot|>"))
 
 QWEN3_TOOLS = (TOOL_CALL, END_TOOL_CALL)
 QWEN3_REASONING = (THINK, END_THINK, TOOL_CALL, *CHATML)
@@ -304,6 +313,9 @@ TOOL_RECORDS: tuple[ToolRecord, ...] = (
     # engine record's (the engine's pairing rules)
     _engine("kimi_k3", "kimi_k3", "FORMAT", 160, "kimi_k3", markers=KIMI_K3_XTML,
             reads=_EVERY),
+    # muse branch: Muse Spark's channels and ATEM calls (tag 170), read with its reasoning
+    _own("muse", "muse", "FORMAT", 170, aliases=("musespark1x",), markers=MUSE_FRAMING,
+         reads=_EVERY, family="muse", needs_reasoning=True),
     ToolRecord("openai", None, Machine.HARMONY, None),
     # glm2: Tencent Hy4 (Hy3's calls without <tool_sep>, read strictly: the block held whole)
     _own("hy_v4", "hy", "HY4", 140, markers=HY4_CALLS, reads=Reads.WITH_CALLS),
@@ -372,6 +384,10 @@ REASONING_RECORDS: tuple[ReasoningRecord, ...] = (
                     switch=Ref(_F + "kimi_k3", "thinking"), family="kimi_k3",
                     reasoning_config="kimi_k3", markers=KIMI_K3_XTML,
                     foreign_tools_read_all=True),
+    # muse branch: read by the muse tool format's machine
+    ReasoningRecord("muse", Machine.FAMILY, thinking=Thinking.KWARGS,
+                    switch=Ref(_F + "muse", "thinking"), family="muse", reasoning_config="muse",
+                    aliases=("musespark1x",), markers=MUSE_FRAMING),
     ReasoningRecord("openai_gptoss", Machine.HARMONY),
     # glm2: Tencent Hy4, deepseek_r1's rules on its suffixed think markers unless
     # reasoning_effort is "no_think" (formats/hy.py thinking4)

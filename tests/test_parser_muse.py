@@ -1,0 +1,290 @@
+"""The ``muse`` (= ``musespark1x``) tool and reasoning parsers: one machine,
+``formats/muse.py``. Expected values are vLLM 0.33's messages as recorded in
+tests/fixtures/vllm-0.33 (cases 7400-7519, cited by number; the conformance replay checks every
+one through the app) and, marked, the README compatibility rows where we differ on purpose.
+Then: split invariance (any split of any output folds to the whole output's answer, markers as
+single tokens and as text), state round trips, the bounds (``MAX_*``) and what happens past
+them, and pairing. The model is ``muse-spark-standin`` (a stand-in vocabulary: GPT-2's with
+Muse's framing tokens, ``<|start|>``/``<|message|>`` ids unverified).
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from derender.core import parsers
+from derender.core.parsers.formats import muse
+from derender.core.parsers.registry import MARKUP
+from derender.core.parsers.tools import ToolContext
+from derender.core.state.codec import Reader, Writer, utf8_size
+
+SPELL = {marker: chr(0xE000 + MARKUP.index(marker)) for marker in MARKUP}
+S, M, EOM, EOT = (SPELL[m] for m in (muse.START, muse.MESSAGE, muse.EOM, muse.EOT))
+WEATHER = {"type": "function", "function": {"name": "get_weather", "parameters": {
+    "type": "object", "properties": {"city": {"type": "string"}, "unit": {"type": "string"}}}}}
+CONFIG = {"type": "function", "function": {"name": "set_config", "parameters": {
+    "type": "object", "properties": {
+        "count": {"type": "integer"}, "ratio": {"type": "number"}, "enabled": {"type": "boolean"},
+        "tags": {"type": "array"}, "meta": {"type": "object"},
+        "note": {"type": ["string", "null"]}, "label": {"type": "string"},
+        "level": {"enum": [1, 2, 3]}}}}}
+TOOLS = (WEATHER, CONFIG)
+KEEP = ToolContext(spell=SPELL, tools=TOOLS)
+NOKEEP = ToolContext(spell=SPELL, tools=TOOLS, keep=False)
+REQUIRED = ToolContext(spell=SPELL, tools=TOOLS, required=True)
+PLAIN = ToolContext(tools=TOOLS)  # no marker a single token: markers spelled as text
+THOUGHT = "The user wants Paris weather; call the tool."
+
+
+def first(rcpt: str, body: str, end: str = EOM) -> str:
+    return f" to={rcpt}{M}{body}{end}"
+
+
+def msg(rcpt: str, body: str, end: str = EOM) -> str:
+    return f"{S}assistant to={rcpt}{M}{body}{end}"
+
+
+def invoke(name: str, **params: str) -> str:
+    return (f'<atem:invoke name="{name}">\n' + "".join(
+        f'<atem:parameter name="{k}">{v}</atem:parameter>\n' for k, v in params.items())
+        + "</atem:invoke>\n")
+
+
+def call(rcpt: str, *invokes: str, end: str = "") -> str:
+    return msg(rcpt, "<atem:function_calls>\n" + "".join(invokes) + "</atem:function_calls>",
+               end)
+
+
+W = "get_weather.get_weather"
+SELF = first("self", THOUGHT)
+SINGLE = call(W, invoke(W, city="Paris", unit="c"))
+PARIS = '{"city": "Paris", "unit": "c"}'
+
+
+def spelled(text: str) -> str:
+    """``text`` with the markers written as text (a vocabulary without them as tokens)."""
+    return text.translate({ord(SPELL[m]): m for m in (muse.START, muse.MESSAGE, muse.EOM,
+                                                      muse.EOT)})
+
+
+def read(pieces: list[str], context: ToolContext = KEEP
+         ) -> tuple[str, str, list[tuple[str, str]]]:
+    """Reasoning, content and calls of the machine fed ``pieces``, the last one final; every
+    state reached encodes and decodes to itself; a call comes whole, in one delta."""
+    state = muse.start()
+    reasoning = content = ""
+    calls: list[tuple[str, str]] = []
+    for k, piece in enumerate(pieces):
+        more, out, deltas, state = muse.feed_reasoning(state, piece, k == len(pieces) - 1,
+                                                       context)
+        writer = Writer()
+        muse.encode(state, writer)
+        reader = Reader(bytes(writer.out))
+        assert muse.decode(reader) == state and reader.pos == len(writer.out)
+        reasoning, content = reasoning + more, content + out
+        for delta in deltas:
+            assert delta.index == len(calls) and delta.name is not None
+            calls.append((delta.name, delta.arguments))
+    return reasoning, content, calls
+
+
+def whole(text: str, context: ToolContext = KEEP) -> tuple[str, str, list[tuple[str, str]]]:
+    return read([text], context)
+
+
+# --------------------------------------------------------------------------- vLLM's messages
+
+
+def test_reasoning_then_a_call() -> None:  # 7400
+    assert whole(SELF + SINGLE) == (THOUGHT, "", [("get_weather", PARIS)])
+
+
+def test_values_are_typed_unless_the_schema_says_string() -> None:  # 7408, 7410
+    typed = invoke("set_config.set_config", count="3", ratio="0.5", enabled="true",
+                   tags='["a", "b"]', meta='{"k": 1}', note="null", label="42", level="2")
+    assert whole(SELF + call("set_config.set_config", typed))[2] == [(
+        "set_config", '{"count": 3, "ratio": 0.5, "enabled": true, "tags": ["a", "b"], '
+        '"meta": {"k": 1}, "note": null, "label": "42", "level": 2}')]
+    stringy = invoke("set_config.set_config", label='"quoted"', note="plain text",
+                     count="three", meta="{not json", tags='"a"')
+    assert whole(SELF + call("set_config.set_config", stringy))[2] == [(
+        "set_config", '{"label": "\\"quoted\\"", "note": "plain text", "count": "three", '
+        '"meta": "{not json", "tags": "a"}')]
+
+
+def test_names_collapse_only_when_doubled_and_registered() -> None:  # 7402, 7438
+    bare = call("get_weather", invoke("get_weather", city="Paris"))
+    assert whole(SELF + bare)[2] == [("get_weather", '{"city": "Paris"}')]
+    stock = call("get_stock.get_stock", invoke("get_stock.get_stock", symbol="ACME"))
+    assert whole(SELF + stock)[2] == [("get_stock.get_stock", '{"symbol": "ACME"}')]
+
+
+def test_channels() -> None:  # 7418, 7420, 7426, 7430, 7432
+    assert whole(SELF + msg("commentary", "Let me check the weather.") + SINGLE) == (
+        THOUGHT, "Let me check the weather.", [("get_weather", PARIS)])
+    answer = msg("user", "It is sunny.", EOT)
+    assert whole(SELF + call(W, invoke(W, city="Paris", unit="c"), end=EOM) + answer) == (
+        THOUGHT, "It is sunny.", [("get_weather", PARIS)])
+    assert whole(SELF + msg("self", "Second thought.") + answer)[:2] == (
+        THOUGHT + "Second thought.", "It is sunny.")
+    assert whole(f"{M}{THOUGHT}{EOM}" + answer)[:2] == (THOUGHT, "It is sunny.")
+    assert whole(SELF + msg("developer", "internal note") + answer)[:2] == (THOUGHT,
+                                                                            "It is sunny.")
+
+
+def test_unframed_output_is_content_with_its_calls() -> None:  # 7428, 7436
+    assert whole("It is sunny.") == ("", "It is sunny.", [])
+    echoed = "Example: <atem:function_calls>\n" + invoke(W, city="Paris", unit="c")
+    assert whole(SELF + msg("user", echoed, EOT)) == (THOUGHT, echoed,
+                                                      [("get_weather", PARIS)])
+
+
+def test_atem_in_reasoning_is_reasoning() -> None:  # 7434
+    text = "I could write " + invoke(W, city="Paris")
+    assert whole(first("self", text) + msg("user", "Sunny.", EOT)) == (text, "Sunny.", [])
+
+
+def test_a_call_message_that_parses_no_call_is_content_as_written() -> None:
+    # 7442 (no name), 7444 (no </atem:invoke>), 7458/7460 (cut off in the name, the arguments)
+    for body in ("<atem:invoke>\n</atem:invoke>", f'<atem:invoke name="{W}">\n',
+                 '<atem:invoke name="get_we', f'<atem:invoke name="{W}">\n'
+                 '<atem:parameter name="city">Par'):
+        tool = msg(W, "<atem:function_calls>\n" + body, "")
+        assert whole(SELF + tool) == (THOUGHT, tool, [])
+
+
+def test_calls_not_read_leave_the_framed_messages() -> None:  # 7466, 7472, 7510, 7518
+    assert whole(SELF + SINGLE + EOM, NOKEEP) == (THOUGHT, SINGLE + EOM, [])
+    assert whole(SELF + msg("developer", "note") + SINGLE, NOKEEP) == (THOUGHT, SINGLE, [])
+    assert whole(SELF + msg("user", "Sunny.", EOT), NOKEEP) == (THOUGHT, "Sunny.", [])
+
+
+def test_body_before_the_first_call_message_stays_its_body() -> None:
+    """README compatibility (7512): vLLM's message frames the commentary message too; its
+    stream, and ours, cannot: the body went out before the call message came."""
+    commentary = msg("commentary", "Let me check.")
+    assert whole(SELF + commentary + SINGLE, NOKEEP) == (THOUGHT, "Let me check." + SINGLE, [])
+
+
+def test_unclosed_parameter_and_reasoning_without_its_end() -> None:  # 7446, 7448
+    broken = call(W, f'<atem:invoke name="{W}">\n<atem:parameter name="city">Paris\n'
+                     "</atem:invoke>\n")
+    assert whole(SELF + broken)[2] == [("get_weather", "{}")]
+    assert whole(first("self", THOUGHT, "") + SINGLE) == (THOUGHT, "", [("get_weather", PARIS)])
+
+
+def test_forced_choice_drops_whitespace_content() -> None:  # 7468
+    assert whole(SELF + msg("commentary", "\n") + SINGLE, REQUIRED) == (
+        THOUGHT, "", [("get_weather", PARIS)])
+    assert whole(SELF + msg("commentary", "\n") + SINGLE)[1] == ""
+    assert whole(SELF + msg("commentary", "\n"), NOKEEP)[1] == "\n"
+
+
+def test_markers_written_as_text_read_alike() -> None:
+    text = SELF + msg("commentary", "Hi.") + SINGLE + EOM + msg("user", "Done.", EOT)
+    assert whole(spelled(text), PLAIN) == whole(text)
+
+
+# --------------------------------------------------------------------------- any split
+
+PIECES = [SELF, " to=self", M, EOM, EOT, S, "assistant", " to=", "user", "commentary",
+          "developer", W, "get_time.get_time", "<atem:function_calls>", "<atem:invoke",
+          ' name="get_weather.get_weather">', '<atem:parameter name="city">',
+          "</atem:parameter>", "</atem:invoke>", "</atem:function_calls>", "Zürich 😀 ",
+          " ", "\n", "t", "to", "o=x", "<", "{\"k\": 1}", SINGLE, invoke(W, city="Rome"),
+          "n" * 150, "\U0001F600" * 300, "x" * 900]
+"""Markup pieces, and long runs that cross the bounds (``MAX_PEND``, ``MAX_RAW``,
+``MAX_CALL``, ``MAX_LEAD``)."""
+texts = st.lists(st.sampled_from(PIECES), max_size=16).map("".join)
+CONTEXTS = [KEEP, NOKEEP, REQUIRED]
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=texts, data=st.data())
+def test_any_split_reads_as_the_whole(text: str, data: st.DataObject) -> None:
+    context = data.draw(st.sampled_from(CONTEXTS), label="context")
+    cuts = sorted(data.draw(st.sets(st.integers(0, len(text)), max_size=10), label="cuts"))
+    bounds = [0, *cuts, len(text)]
+    pieces = [text[bounds[i]:bounds[i + 1]] for i in range(len(bounds) - 1)]
+    assert read(pieces, context) == whole(text, context)
+    plain = ToolContext(tools=TOOLS, keep=context.keep, required=context.required)
+    assert read([spelled(p) for p in pieces], plain) == whole(spelled(text), plain)
+
+
+# --------------------------------------------------------------------------- bounds
+
+WIDE = "\U0001F600"
+
+
+def _largest_state(pieces: list[str], context: ToolContext = KEEP) -> int:
+    state, largest = muse.start(), 0
+    for piece in pieces:
+        _, _, _, state = muse.feed_reasoning(state, piece, False, context)
+        writer = Writer()
+        muse.encode(state, writer)
+        largest = max(largest, len(writer.out))
+    return largest
+
+
+def test_a_long_call_keeps_its_complete_parameters() -> None:
+    """README compatibility: an invoke is held for ``MAX_CALL`` bytes; past them its arguments
+    are the parameters complete within them, the rest skipped; the state stays bounded."""
+    long = invoke(W, city="Paris", unit=WIDE * 3000)
+    text = SELF + call(W, long, invoke(W, city="Rome"))
+    pieces = [text[i:i + 7] for i in range(0, len(text), 7)]
+    assert read(pieces) == whole(text) == (THOUGHT, "", [
+        ("get_weather", '{"city": "Paris"}'), ("get_weather", '{"city": "Rome"}')])
+    limit = muse.MAX_CALL + muse.MAX_RAW + 4 * muse.MAX_PEND + muse.MAX_SPACE + 128
+    assert _largest_state(pieces) < limit
+
+
+def test_the_fallback_text_is_held_for_max_raw_bytes() -> None:
+    """README compatibility: a call message that never parses is content as written only if
+    it fits ``MAX_RAW`` bytes; past them its text is dropped (the stream could not hold it)."""
+    short = msg(W, "<atem:function_calls>\n" + WIDE * 10, "")
+    assert whole(SELF + short)[1] == short
+    long = msg(W, "<atem:function_calls>\n" + WIDE * 600, "")
+    assert utf8_size(long) > muse.MAX_RAW
+    assert whole(SELF + long) == (THOUGHT, "", [])
+
+
+def test_text_before_the_first_header_is_held_for_max_lead_bytes() -> None:
+    """README compatibility: past ``MAX_LEAD`` bytes, text before any header is content even
+    if a header follows (vLLM drops it then)."""
+    lead = WIDE * (muse.MAX_LEAD // 4 + 1)
+    # (the space before the first header is text before it too)
+    assert whole(lead + SELF + SINGLE) == (THOUGHT, lead + " ", [("get_weather", PARIS)])
+    assert whole("x" * 100 + SELF + SINGLE) == (THOUGHT, "", [("get_weather", PARIS)])
+
+
+def test_a_recipient_longer_than_max_pend_is_not_read() -> None:
+    """README compatibility: a header's ``to=RECIPIENT`` is held for ``MAX_PEND`` characters."""
+    name = "n" * (muse.MAX_PEND + 10)
+    assert whole(SELF + call(name, invoke(name)))[2] == []
+    name = "n" * (muse.MAX_PEND - 20)
+    assert whole(SELF + call(name, invoke(name)))[2] == [(name, "{}")]
+
+
+def test_state_stays_small_over_a_long_stream() -> None:
+    pieces = [SELF[:5], SELF[5:], msg("user", "")[:-1]] + ["Zürich 東京 😀 "] * 5000
+    assert _largest_state(pieces) < 64
+    pieces = [SELF, S, "assistant to=", "x" * 4, M, "<atem:function_calls>"]
+    pieces += ["<atem:parameter"] * 2000
+    assert _largest_state(pieces) < muse.MAX_CALL + muse.MAX_RAW + 64
+
+
+# --------------------------------------------------------------------------- registry
+
+
+@pytest.mark.parametrize(("reasoning_parser", "tool_parser", "refused"), [
+    ("muse", "muse", None), ("musespark1x", "musespark1x", None), ("muse", None, None),
+    (None, "muse", "tool parser 'muse' serves only with its family's reasoning parser (muse)"),
+    ("qwen3", "musespark1x", "serves only with its family's reasoning parser"),
+    ("muse", "hermes", "reasoning parser 'muse' is read by its family's tool parser"),
+])
+def test_pairing(reasoning_parser: str | None, tool_parser: str | None,
+                 refused: str | None) -> None:
+    error = parsers.pairing_error(reasoning_parser, tool_parser)
+    assert (error is None) if refused is None else (error is not None and refused in error)
