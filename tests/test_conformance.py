@@ -544,6 +544,26 @@ MESSAGE_DIFFERENCES.update({_case_name(n): ours for n, ours in (
     (4720, (None, [("get_weather", "{city: Paris}")], "tool_calls")),
 )})
 
+# ernie45 (wrapped2, docs/vllm-compat/hermes.md "ernie45"): vLLM's streams lose an unreadable
+# call's text, "</response>" in the content and the newlines before a call's tag after
+# reasoning, and (with its reasoning parser) keep text around <response>…</response> and a
+# <think> sharing a chunk; ours fold to the twin's message. Messages where we differ: an
+# unreadable call's own text is content and the other calls are kept (hermes' rule),
+# "required" and named read the model's tags too (as hermes), text before <think> is reasoning
+# (deepseek_r1's row).
+STREAM_AS_MESSAGE.update({_case_name(n): _case_name(n - 1) for n in (
+    5437, 5439, 5447, 5459, 5463, 5477, 5481, 5483, 5485, 5487, 5489, 5493, 5495, 5501, 5507,
+    5509, 5511, 5513)})
+MESSAGE_DIFFERENCES.update({_case_name(n): ours for n, ours in (
+    (5438, ('<tool_call>{"name": "get_time", "arguments": {,}}</tool_call>', [_PARIS_C],
+            "tool_calls")),
+    (5458, ("", [_PARIS_C], "tool_calls")),
+    (5462, ("", [_PARIS_C], "stop")),
+    (5494, ("It is sunny in Paris, 22 °C 🌞.", [], "stop")),
+    (5512, ("", [_PARIS_C], "tool_calls")),
+)})
+MESSAGE_REASONING.update({_case_name(5494): "Hmm. The user wants Paris weather; call the tool."})
+
 # Under VLLM_ENFORCE_STRICT_TOOL_CALLING=1 vLLM leaves JSON-schema output of tool_choice
 # "required" in content; we parse it, as its non-strict recordings do.
 JSON_TOOL_OUTPUT = {"072-parser-chat-required_json"}
@@ -861,6 +881,7 @@ ISSUE_19_20: dict[tuple[int, int], tuple[int, str]] = {
     (3800, 4199): (49 + 57 + 49 + 47, "phi4_mini_json, jamba, internlm, gigachat3"),
     (4200, 4599): (74 + 74, "ling3 4200-4273, hy_v3 4280-4353"),
     (4600, 4999): (84 + 58, "step5, holo2"),
+    (5400, 5799): (118, "ernie45 5400-5517"),
 }
 """The recordings of issues 19 and 20 by number range: how many cases, of which names."""
 

@@ -16,6 +16,7 @@ from derender.core.decoding.vocab import Vocabulary
 from derender.core.registry import ServedModel, load_vocabulary, read_model_info
 from derender_testing.tokenizer_variants import (
     copy_tokenizer,
+    derive_ernie45_standin,
     derive_gemma4_standin,
     derive_gigachat3_standin,
     derive_granite4_standin,
@@ -42,7 +43,9 @@ MODEL_NAMES = ("qwen3", "mistral-7b", "deepseek-v4", "gpt2", "llama3.1", "llama3
                "minimax-m2.7", "minimax-m3", "kimi-k2-standin", "gemma4-standin",
                "granite4-standin", "hy3-standin",
                "olmo3-standin", "phi4-mini-standin", "jamba-standin",
-               "internlm2-standin", "gigachat3-standin")
+               "internlm2-standin", "gigachat3-standin",
+               # wrapped2
+               "ernie45-standin")
 DERIVED = {"llama3.1-tools": ("llama3.1", derive_llama31_tools),
            "mistral-tools": ("mistral-7b", derive_mistral_tools),
            "mistral-tools-v3": ("mistral-7b", derive_mistral_tools_v3),
@@ -64,7 +67,9 @@ DERIVED = {"llama3.1-tools": ("llama3.1", derive_llama31_tools),
            "phi4-mini-standin": ("gpt-oss", derive_phi4_standin),
            "jamba-standin": ("gpt2", derive_jamba_standin),
            "internlm2-standin": ("gpt2", derive_internlm2_standin),
-           "gigachat3-standin": ("gpt2", derive_gigachat3_standin)}
+           "gigachat3-standin": ("gpt2", derive_gigachat3_standin),
+           # wrapped2
+           "ernie45-standin": ("gpt2", derive_ernie45_standin)}
 """Test models whose tokenizer files are derived from another's (``tokenizer_variants``)."""
 
 

@@ -205,6 +205,8 @@ INTERNLM_ACTION = (Marker(37, "<|action_start|>"), Marker(38, "<|plugin|>"),
                    Marker(39, "<|action_end|>"))
 GIGACHAT3_MARKERS = (Marker(40, "<|message_sep|>"), Marker(41, "<|role_sep|>"),
                      Marker(42, "<|function_call|>"))
+# wrapped2 (ERNIE 4.5): the answer markers of its content
+ERNIE45_RESPONSE = (Marker(43, "<response>"), Marker(44, "</response>"))
 
 QWEN3_TOOLS = (TOOL_CALL, END_TOOL_CALL)
 QWEN3_REASONING = (THINK, END_THINK, TOOL_CALL, *CHATML)
@@ -285,6 +287,9 @@ TOOL_RECORDS: tuple[ToolRecord, ...] = (
     _engine("minimax_m3", "minimax", "M3", 56, "minimax_m3", markers=(MINIMAX_M3_NS,),
             reads=Reads.WITH_CALLS),
     ToolRecord("openai", None, Machine.HARMONY, None),
+    # wrapped2 (tags 120-129): ERNIE 4.5's <tool_call> JSON, each call read whole (hermes'
+    # machine)
+    _own("ernie45", "hermes", "ERNIE45", 120, markers=QWEN3_TOOLS),
 )
 """The tool-call formats."""
 
@@ -323,6 +328,8 @@ REASONING_RECORDS: tuple[ReasoningRecord, ...] = (
     _reasoning("hy_v3", (THINK, END_THINK), thinking=Thinking.KWARGS,
                switch=Ref(_F + "hy", "thinking")),
     _reasoning("olmo3", (THINK, END_THINK)),
+    # wrapped2: deepseek_r1's rules, the content's <response> answer read
+    _reasoning("ernie45", (THINK, END_THINK, *ERNIE45_RESPONSE)),
     ReasoningRecord("gemma4", Machine.OWN, Ref(_F + "gemma4", "REASONING"),
                     markers=(*GEMMA4_CHANNEL, GEMMA4_CALLS[0])),
     _engine_reasoning("deepseek_v4", "deepseek_v4", "deepseek_v4", "dsml", "thinking"),
