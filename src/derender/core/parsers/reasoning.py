@@ -402,7 +402,7 @@ def _answer(fmt: ReasoningFormat, state: ReasoningState, new: str, final: bool,
             answer, text, mark = OPEN, text[cut:], 0
         break
     return "".join(out), ReasoningState(state.reasoning, state.held, answer=answer, kept=text,
-                                        mark=mark, stage=state.stage)
+                                        mark=mark if text else 0, stage=state.stage)
 
 
 def _split(fmt: ReasoningFormat, state: ReasoningState, text: str, final: bool,

@@ -183,11 +183,11 @@ def feed(state: HermesState, text: str, final: bool, forced_name: str | None = N
                     calls += 1
                 mode, pos, space = AFTER, pos + close + len(close_tag), ""
                 continue
-            if final:  # never closed: dropped
-                mode, pos, space = AFTER, size, ""
-                break
             if size - pos <= MAX_HEAD + len(close_tag):
-                held = buffer[pos:]
+                if final:  # never closed: dropped
+                    mode, pos, space = AFTER, size, ""
+                else:
+                    held = buffer[pos:]
                 break
             match = _HEAD.match(buffer, pos)  # too long to hold: streamed as hermes'
             if match is None:
