@@ -173,6 +173,13 @@ FORMATS = {
                         '<|function_call|>{"name": "get_weather", "arguments": '
                         '{"city": "Lisbon", "notes": "', '"}}', lead="content", json_notes=True),
 }
+# wrapped2: ERNIE 4.5 (ernie45 reasoning and tool parsers): reasoning, then a call too long
+# to be read whole (it streams as hermes')
+FORMATS["ernie45"] = Format("ERNIE 4.5", "ernie45-standin", "ernie45-standin",
+                            "ernie45-standin", "ernie45", 50256,
+                            '</think>\n\n<tool_call>\n{"name": "get_weather", "arguments": '
+                            '{"city": "Lisbon", "notes": "', '"}}\n</tool_call>',
+                            json_notes=True)
 FORMATS["holo2"] = Format("Holo2", "qwen3", "qwen3", "qwen3", "qwen3_coder", 151645,
                           FORMATS["step5"].head, FORMATS["step5"].tail, reasoning_parser="holo2",
                           folder=REPO / "layers" / "tokenizers" / "qwen3")

@@ -92,6 +92,9 @@ TEMPLATES: dict[str, str] = {
                  '"n": 1}}<|action_end|>'),
     "gigachat3": ('Sure.<|message_sep|>\n\nfunction call<|role_sep|>\n{"name": "NAME", '
                   '"arguments": {"a": "VALUE", "n": 1}}'),
+    # wrapped2: ERNIE 4.5 (hermes' tags, each call read whole)
+    "ernie45": ('Ok\n\n<tool_call>\n{"arguments": {"a": "VALUE", "n": 1}, "name": "NAME"}\n'
+                "</tool_call>"),
 }
 """One complete call per tool format, as the model writes it."""
 
@@ -114,7 +117,7 @@ PARAMETERS: dict[str, tuple[str, str, str]] = {
 """One call of many parameters: its head, a complete parameter, a parameter never closed
 (issue 22: thousands of ``<parameter=`` without ``</parameter>`` were quadratic)."""
 PARAMETERS["mimo"] = PARAMETERS["step5"] = PARAMETERS["qwen3_coder"]
-PARAMETERS["granite4"] = PARAMETERS["hermes"]
+PARAMETERS["granite4"] = PARAMETERS["ernie45"] = PARAMETERS["hermes"]
 PARAMETERS["longcat"] = ('<longcat_tool_call>{"name": "f", "arguments": {', '"a": "x", ',
                          '"a": [')
 PARAMETERS["granite-20b-fc"] = ('<function_call> {"name": "f", "arguments": {', '"a": "x", ',
@@ -140,6 +143,8 @@ REASONING_TEMPLATES: dict[str, str] = {
     "holo2": THINK, "ling3": THINK, "hy_v3": THINK,
     "minimax_m2": THINK + "<minimax:tool_call>",
     "olmo3": "<think>reasoning VALUE</think>answer",
+    # wrapped2: ERNIE 4.5's answer markers after the reasoning
+    "ernie45": "reasoning VALUE</think>\n<response>answer VALUE</response> VALUE</response>",
 }
 """Text each reasoning parser reads markers in."""
 
@@ -152,6 +157,7 @@ PAIRS: tuple[tuple[str | None, str | None], ...] = (
     ("deepseek_v4", "deepseek_v4"), ("deepseek_v41", "deepseek_v41"), ("glm47", "glm47"),
     ("minimax_m2", "minimax_m2"), ("minimax_m3", "minimax_m3"), ("step5", "step5"),
     ("holo2", "hermes"), ("ling3", "ling3"), ("hy_v3", "hy_v3"),
+    ("ernie45", "ernie45"),  # wrapped2
 )
 """(reasoning parser, tool parser) pairings: every tool format and every reasoning parser
 alone, and each family's own pairing (step3p5 and nemotron_v3 with qwen3_coder, issue 22)."""

@@ -544,7 +544,7 @@ MESSAGE_DIFFERENCES.update({_case_name(n): ours for n, ours in (
     (4720, (None, [("get_weather", "{city: Paris}")], "tool_calls")),
 )})
 
-# ernie45 (wrapped2, docs/vllm-compat/hermes.md "ernie45"): vLLM's streams lose an unreadable
+# ernie45 (wrapped2, docs/vllm-compat/ernie45.md): vLLM's streams lose an unreadable
 # call's text, "</response>" in the content and the newlines before a call's tag after
 # reasoning, and (with its reasoning parser) keep text around <response>…</response> and a
 # <think> sharing a chunk; ours fold to the twin's message. Messages where we differ: an

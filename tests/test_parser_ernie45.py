@@ -1,6 +1,6 @@
 """The ``ernie45`` tool and reasoning parsers. Expected values are vLLM 0.33's answers as
 recorded in tests/fixtures/vllm-0.33 (cases 5400-5517, cited by number; the rules read in
-vLLM's parsers are in docs/vllm-compat/hermes.md, "ernie45") and, marked, the README
+vLLM's parsers are in docs/vllm-compat/ernie45.md) and, marked, the README
 compatibility rows where we differ on purpose. The tool machine is hermes' (``hermes.ERNIE45``:
 ``whole``); the reasoning is ``reasoning.FORMATS["ernie45"]`` (deepseek_r1's rules and the
 content's ``<response>`` answer). Then: split invariance of both machines and through the app,
