@@ -563,6 +563,23 @@ MESSAGE_DIFFERENCES.update({_case_name(n): ours for n, ours in (
     (5512, ("", [_PARIS_C], "tool_calls")),
 )})
 MESSAGE_REASONING.update({_case_name(5494): "Hmm. The user wants Paris weather; call the tool."})
+# hunyuan_a13b (wrapped2, docs/vllm-compat/json_wrapped.md "hunyuan_a13b"): vLLM's streams
+# send the list's text as content, lose calls or mangle arguments; ours fold to the twin's
+# message. Messages where we differ, as jamba's rows: an element without "arguments" ends the
+# reading (vLLM skips it), string arguments stay JSON, an empty list is no content, a list
+# without </tool_calls> or cut off keeps its calls, a list inside <think>…</think> is read.
+STREAM_AS_MESSAGE.update({_case_name(n): _case_name(n - 1) for n in (
+    5521, 5523, 5525, 5529, 5533, 5535, 5537, 5539, 5545, 5547, 5549, 5551, 5553, 5559, 5561,
+    5563, 5565, 5569, 5571, 5587, 5589, 5591)})
+MESSAGE_DIFFERENCES.update({_case_name(n): ours for n, ours in (
+    (5548, ('<tool_calls>[{"name": "get_time"}, {"name": "get_weather", "arguments": '
+            '{"city": "Paris", "unit": "c"}}]</tool_calls>', [], "stop")),
+    (5550, (None, [("get_weather", '"Paris"')], "tool_calls")),
+    (5552, ("Hi ", [], "stop")),
+    (5560, ("Hi ", [_PARIS_C], "tool_calls")),
+    (5564, ("<think>maybe ", [_PARIS_C], "tool_calls")),
+    (5570, (None, [("get_weather", '{"city": "Par')], "length")),
+)})
 
 # Under VLLM_ENFORCE_STRICT_TOOL_CALLING=1 vLLM leaves JSON-schema output of tool_choice
 # "required" in content; we parse it, as its non-strict recordings do.
@@ -881,7 +898,7 @@ ISSUE_19_20: dict[tuple[int, int], tuple[int, str]] = {
     (3800, 4199): (49 + 57 + 49 + 47, "phi4_mini_json, jamba, internlm, gigachat3"),
     (4200, 4599): (74 + 74, "ling3 4200-4273, hy_v3 4280-4353"),
     (4600, 4999): (84 + 58, "step5, holo2"),
-    (5400, 5799): (118, "ernie45 5400-5517"),
+    (5400, 5799): (118 + 72, "ernie45 5400-5517, hunyuan_a13b 5520-5591"),
 }
 """The recordings of issues 19 and 20 by number range: how many cases, of which names."""
 

@@ -20,6 +20,7 @@ from derender_testing.tokenizer_variants import (
     derive_gemma4_standin,
     derive_gigachat3_standin,
     derive_granite4_standin,
+    derive_hunyuan_a13b_standin,
     derive_hy3_standin,
     derive_internlm2_standin,
     derive_jamba_standin,
@@ -45,7 +46,7 @@ MODEL_NAMES = ("qwen3", "mistral-7b", "deepseek-v4", "gpt2", "llama3.1", "llama3
                "olmo3-standin", "phi4-mini-standin", "jamba-standin",
                "internlm2-standin", "gigachat3-standin",
                # wrapped2
-               "ernie45-standin")
+               "ernie45-standin", "hunyuan-a13b-standin")
 DERIVED = {"llama3.1-tools": ("llama3.1", derive_llama31_tools),
            "mistral-tools": ("mistral-7b", derive_mistral_tools),
            "mistral-tools-v3": ("mistral-7b", derive_mistral_tools_v3),
@@ -69,7 +70,8 @@ DERIVED = {"llama3.1-tools": ("llama3.1", derive_llama31_tools),
            "internlm2-standin": ("gpt2", derive_internlm2_standin),
            "gigachat3-standin": ("gpt2", derive_gigachat3_standin),
            # wrapped2
-           "ernie45-standin": ("gpt2", derive_ernie45_standin)}
+           "ernie45-standin": ("gpt2", derive_ernie45_standin),
+           "hunyuan-a13b-standin": ("gpt2", derive_hunyuan_a13b_standin)}
 """Test models whose tokenizer files are derived from another's (``tokenizer_variants``)."""
 
 

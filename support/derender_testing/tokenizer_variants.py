@@ -419,3 +419,11 @@ need. GPT-2 has no ``<0x0A>`` byte token: vLLM's newline checks (streaming only)
 
 def derive_ernie45_standin(source: Path, target: Path) -> bool:
     return derive_added_tokens(source, target, ERNIE45_ADDED, special=False)
+
+
+def derive_hunyuan_a13b_standin(source: Path, target: Path) -> bool:
+    """``hunyuan-a13b-standin``: Hunyuan-A13B's vocabulary is not available offline; its parsers
+    read ``<tool_calls>``, ``</tool_calls>`` and the think/answer tags as text (vLLM's reasoning
+    parser names them as several ordinary ids), so the stand-in is GPT-2's vocabulary as it
+    is, where they are text too."""
+    return derive(source, target, lambda tokenizer, config: None)

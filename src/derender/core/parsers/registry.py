@@ -290,6 +290,8 @@ TOOL_RECORDS: tuple[ToolRecord, ...] = (
     # wrapped2 (tags 120-129): ERNIE 4.5's <tool_call> JSON, each call read whole (hermes'
     # machine)
     _own("ernie45", "hermes", "ERNIE45", 120, markers=QWEN3_TOOLS),
+    # Hunyuan-A13B's <tool_calls>[…]</tool_calls> JSON list (json_wrapped's machine, as jamba)
+    _own("hunyuan_a13b", "json_wrapped", "HUNYUAN_A13B_FORMAT", 121, markers=(JAMBA_CALLS,)),
 )
 """The tool-call formats."""
 
