@@ -180,6 +180,11 @@ FORMATS["ernie45"] = Format("ERNIE 4.5", "ernie45-standin", "ernie45-standin",
                             '</think>\n\n<tool_call>\n{"name": "get_weather", "arguments": '
                             '{"city": "Lisbon", "notes": "', '"}}\n</tool_call>',
                             json_notes=True)
+FORMATS["hunyuan_a13b"] = Format("Hunyuan-A13B", "hunyuan-a13b-standin", "hunyuan-a13b-standin",
+                                 "hunyuan-a13b-standin", "hunyuan_a13b", 50256,
+                                 '<tool_calls>[{"name": "get_weather", "arguments": {"city": '
+                                 '"Lisbon", "notes": "', '"}}]</tool_calls>', lead="content",
+                                 json_notes=True)
 FORMATS["holo2"] = Format("Holo2", "qwen3", "qwen3", "qwen3", "qwen3_coder", 151645,
                           FORMATS["step5"].head, FORMATS["step5"].tail, reasoning_parser="holo2",
                           folder=REPO / "layers" / "tokenizers" / "qwen3")

@@ -95,6 +95,8 @@ TEMPLATES: dict[str, str] = {
     # wrapped2: ERNIE 4.5 (hermes' tags, each call read whole)
     "ernie45": ('Ok\n\n<tool_call>\n{"arguments": {"a": "VALUE", "n": 1}, "name": "NAME"}\n'
                 "</tool_call>"),
+    "hunyuan_a13b": ('<tool_calls>[{"name": "NAME", "arguments": {"a": "VALUE", "n": 1}}, '
+                     '{"arguments": {}, "name": "NAME"}]</tool_calls>'),
 }
 """One complete call per tool format, as the model writes it."""
 
