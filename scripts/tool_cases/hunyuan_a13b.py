@@ -1,4 +1,5 @@
-"""Hunyuan-A13B (cases 5520-…): vLLM 0.33's ``hunyuan_a13b`` tool parser alone, on
+"""Hunyuan-A13B (cases 5520-…): vLLM 0.33's ``hunyuan_a13b`` tool parser alone and with the
+``hunyuan_a13b`` reasoning parser (5592-…), on
 ``hunyuan-a13b-standin`` (GPT-2's vocabulary as it is: ``<tool_calls>`` and ``</tool_calls>``
 are text of several tokens, as the think and answer tags are in Hunyuan's own vocabulary;
 tests/models/README.md).
@@ -8,7 +9,12 @@ tokenizer):
 
     "$VLLM_PEER"/start.sh i19wr-hunyuan 8321 --served-model-name hunyuan-a13b-standin \\
         --tool-call-parser hunyuan_a13b --enable-auto-tool-choice
-    .venv/bin/python scripts/record_tool_fixtures.py hunyuan_a13b 8321
+    "$VLLM_PEER"/start.sh i19wr-hunyuan 8322 --served-model-name hunyuan-a13b-standin \\
+        --reasoning-parser hunyuan_a13b --tool-call-parser hunyuan_a13b --enable-auto-tool-choice
+    .venv/bin/python scripts/record_tool_fixtures.py hunyuan_a13b 8321 8322
+
+With reasoning the output is ``<think>\\n…\\n</think>\\n<answer>\\n…\\n</answer>``; vLLM's streaming
+reasoning parser takes one token per chunk (it asserts so), so those streams are "one".
 
 The output is ``<tool_calls>[{"name": …, "arguments": …}, …]</tool_calls>`` with text around
 it, then ``<|endoftext|>`` 50256, or none (finish "length"). Every case is recorded
@@ -29,9 +35,15 @@ from tool_cases.shared import NAMED_CHOICE, NONE, REQUIRED, TOOLS, USER, both
 MODEL = "hunyuan-a13b-standin"
 EOS = 50256
 H = "hunyuan_a13b"
+RH = "hunyuan_a13b+hunyuan_a13b"
 SERVERS = {H: Server(MODEL, ["--served-model-name", MODEL, "--tool-call-parser", H,
                              "--enable-auto-tool-choice"], "hunyuan_a13b tool parser", H,
-                     (f"parser:{H}",), ROOT / "tests" / "models" / MODEL / "tokenizer.json")}
+                     (f"parser:{H}",), ROOT / "tests" / "models" / MODEL / "tokenizer.json"),
+           RH: Server(MODEL, ["--served-model-name", MODEL, "--reasoning-parser", H,
+                              "--tool-call-parser", H, "--enable-auto-tool-choice"],
+                      "hunyuan_a13b reasoning and tool parsers", H + "-reasoning",
+                      (f"parser:{H}", "reasoning", f"reasoning_parser:{H}"),
+                      ROOT / "tests" / "models" / MODEL / "tokenizer.json")}
 
 
 def calls(*items: str) -> str:
@@ -72,6 +84,21 @@ OUTPUTS = {
     "in_think": "<think>maybe " + SINGLE + "</think>ok",
     "markers_in_text": "Write <tool_calls as text and [brackets] too.",
 }
+THINK, ANSWER_START, ANSWER_END = "<think>\n", "\n</think>\n<answer>\n", "\n</answer>"
+THOUGHT = "Paris weather; call the tool."
+REASONED = {
+    "r_answer": THINK + THOUGHT + ANSWER_START + "It is sunny 🌞." + ANSWER_END,
+    "r_answer_tail": THINK + THOUGHT + ANSWER_START + "Sunny." + ANSWER_END + " tail",
+    "r_call": THINK + THOUGHT + ANSWER_START + SINGLE + ANSWER_END,
+    "r_call_text": THINK + THOUGHT + ANSWER_START + "Checking. " + SINGLE,
+    "r_no_answer_end": THINK + THOUGHT + ANSWER_START + "Sunny.",
+    "r_no_think": "Sunny today." + ANSWER_END + " tail",
+    "r_plain": "Sunny today, no tags.",
+    "r_unclosed": THINK + THOUGHT + " still thinking",
+    "r_unclosed_answer_end": THINK + THOUGHT + ANSWER_END,
+    "r_late_think": "Hmm. " + THINK + THOUGHT + ANSWER_START + "Sunny.",
+    "r_empty_think": THINK + ANSWER_START[1:] + "Sunny." + ANSWER_END,
+}
 TRUNCATED_NAME = '<tool_calls>[{"name": "get_wea'
 TRUNCATED_ARGS = '<tool_calls>[{"name": "get_weather", "arguments": {"city": "Par'
 
@@ -99,6 +126,14 @@ def hunyuan_cases() -> list[_Case]:
     cases += Case("keep_special", "Hi.<|endoftext|>" + SINGLE, "small",
                   request={"skip_special_tokens": False})
     cases += Case("split_marker", "Sure. " + SINGLE, "one")
+    for shape, output in REASONED.items():
+        cases += both(_Case(RH, shape, output, eos=EOS, kind="reasoning"), "one")
+    cases += both(_Case(RH, "r_cut_in_reasoning", THINK + THOUGHT[:20], eos=None,
+                        kind="reasoning"), "one")
+    cases += both(_Case(RH, "r_no_tools", THINK + THOUGHT + ANSWER_START + "Sunny." + ANSWER_END,
+                        eos=EOS, tools=False, kind="reasoning"), "one")
+    cases += both(_Case(RH, "r_named", THINK + THOUGHT + ANSWER_START + PARIS + ANSWER_END,
+                        eos=EOS, request=NAMED_CHOICE, kind="reasoning"), "one")
     return cases
 
 

@@ -39,7 +39,7 @@ could still become a marker. Formats, as vLLM 0.33 names them:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from derender.core.decoding.markers import Finder, pending_prefix
 from derender.core.decoding.vocab import STAND_IN, Vocabulary
@@ -109,6 +109,16 @@ class ReasoningFormat:
     """olmo3: ``start`` is read only where the output starts (absorbed, opening reasoning) and
     is text anywhere else; the first ``end`` ends reasoning and after it no marker is read;
     the prompt's text ending with ``start`` starts the output inside reasoning."""
+    content_end: str = ""
+    """hunyuan_a13b (with ``at_start_only``): the content ends at this marker, the text from it
+    on dropped (``DROPPED``)."""
+    holds_reasoning: bool = False
+    """hunyuan_a13b: reasoning is held (``ReasoningState.kept``) until its ``end``: an output
+    that ends first is all content, as written (up to ``content_end``); past ``MAX_SWAP``
+    characters it goes out as reasoning (``answer`` ``PLAIN``: released) and stays so."""
+    prompt_opens: bool = True
+    """``at_start_only``: the prompt's text ending with ``start`` starts the output inside
+    reasoning (False: the prompt is not read)."""
     response: tuple[str, ...] = ()
     """ernie45: the content's answer markers (``_answer``); empty: none."""
     opens_once: bool = False
@@ -118,7 +128,9 @@ class ReasoningFormat:
 
     def markers(self, reasoning: bool, stage: int = 0) -> tuple[str, ...]:
         if self.at_start_only:
-            return (self.end,) if reasoning else ()
+            if reasoning:
+                return (self.end,)
+            return (self.content_end,) if self.content_end and stage != DROPPED else ()
         if reasoning:
             return (self.start, self.end, *self.ends_implicitly, *self.removed)
         if self.opens_once:
@@ -164,6 +176,11 @@ FORMATS = {
     "minimax_m3": ReasoningFormat("minimax_m3", start="<mm:think>", end="</mm:think>",
                                   starts_in_content=True, opens_once=True),
     "olmo3": ReasoningFormat("olmo3", at_start_only=True),
+    # Hunyuan-A13B: olmo3's reading with its own tags, the answer ending at "\n</answer>"
+    # (wrapped2)
+    "hunyuan_a13b": ReasoningFormat("hunyuan_a13b", at_start_only=True, start="<think>\n",
+                                    end="\n</think>\n<answer>\n", content_end="\n</answer>",
+                                    prompt_opens=False, holds_reasoning=True),
     # ERNIE 4.5: deepseek_r1's rules, the content's <response>…</response> answer read
     # (``_answer``) [5478-5489]
     "ernie45": ReasoningFormat("ernie45", response=("<response>", "</response>")),
@@ -173,9 +190,9 @@ FORMATS = {
 }
 
 
-FRESH, BEFORE, AFTER = range(3)
+FRESH, BEFORE, AFTER, DROPPED = range(4)
 """Stages of an ``opens_once`` format outside reasoning: at the output's start; before a
-reasoning block; after it."""
+reasoning block; after it; (a ``content_end`` format) after the content's end."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -257,7 +274,8 @@ def start(fmt: ReasoningFormat, vocab: Vocabulary, prompt_ids: Sequence[int] | N
     if fmt.opens_once:
         return ReasoningState(thinking)
     if fmt.at_start_only:
-        return ReasoningState(prompt_text_opens(vocab, prompt_ids, fmt.start))
+        return ReasoningState(fmt.prompt_opens
+                              and prompt_text_opens(vocab, prompt_ids, fmt.start))
     return ReasoningState(not fmt.starts_in_content, swap=swap)
 
 
@@ -313,6 +331,8 @@ def feed(fmt: ReasoningFormat, state: ReasoningState, text: str, final: bool,
     """Split new text; ``final`` releases what was held back. ``spell`` maps each marker to
     how it appears in the text (a stand-in character where it is a single token)."""
     delta, after = _split(fmt, state, text, final, spell)
+    if fmt.holds_reasoning:
+        return _held(fmt, state, delta, after, final, spell)
     if fmt.response and (delta.content or state.kept or final):
         content, answered = _answer(fmt, state, delta.content, final, spell)
         return (ReasoningDelta(delta.reasoning, content),
@@ -405,10 +425,28 @@ def _answer(fmt: ReasoningFormat, state: ReasoningState, new: str, final: bool,
                                         mark=mark if text else 0, stage=state.stage)
 
 
+def _held(fmt: ReasoningFormat, state: ReasoningState, delta: ReasoningDelta,
+          after: ReasoningState, final: bool, spell: Mapping[str, str]
+          ) -> tuple[ReasoningDelta, ReasoningState]:
+    """A ``holds_reasoning`` format's reasoning, held until its end is known."""
+    if state.answer == PLAIN or not (state.kept or delta.reasoning):
+        return delta, replace(after, answer=state.answer)
+    kept = state.kept + delta.reasoning
+    if not after.reasoning or len(kept) > MAX_SWAP:  # closed, or too long to hold: reasoning
+        return (ReasoningDelta(kept, delta.content),
+                replace(after, answer=PLAIN if after.reasoning else state.answer))
+    if not final:
+        return ReasoningDelta("", delta.content), replace(after, kept=kept)
+    # never closed: the whole output is content, as written, up to the content's end
+    content = spell.get(fmt.start, fmt.start) + kept
+    end = content.find(spell.get(fmt.content_end, fmt.content_end))
+    return ReasoningDelta("", content if end < 0 else content[:end]), replace(after, kept="")
+
+
 def _split(fmt: ReasoningFormat, state: ReasoningState, text: str, final: bool,
            spell: Mapping[str, str]) -> tuple[ReasoningDelta, ReasoningState]:
     spell = {m: spell.get(m, m) for m in (fmt.start, fmt.end, *fmt.ends_implicitly,
-                                          *fmt.removed)}
+                                          *fmt.removed, fmt.content_end)}
     end_think, start_think = spell[fmt.end], spell[fmt.start]
     implicit = {spell[m] for m in fmt.ends_implicitly}
     buffer = state.held + text
@@ -449,6 +487,9 @@ def _split(fmt: ReasoningFormat, state: ReasoningState, text: str, final: bool,
         pos, was = at + len(marker), in_reasoning
         if in_reasoning and marker == end_think:
             in_reasoning, stage = False, AFTER
+        elif not in_reasoning and fmt.content_end and marker == spell[fmt.content_end]:
+            stage, pos = DROPPED, len(buffer)  # the rest of the output is dropped
+            break
         elif in_reasoning and marker in implicit:
             in_reasoning = False
             content.append(marker)
@@ -466,7 +507,7 @@ def _split(fmt: ReasoningFormat, state: ReasoningState, text: str, final: bool,
             pos += skip
     markers = [spell[m] for m in fmt.markers(in_reasoning, stage)]
     hold = 0 if final else pending_prefix(buffer[pos:], markers)
-    tail = buffer[pos:len(buffer) - hold]
+    tail = "" if stage == DROPPED else buffer[pos:len(buffer) - hold]
     if in_reasoning and fmt.strips_trailing_space:
         kept = tail.rstrip()
         if final:
@@ -503,7 +544,7 @@ def encode(state: ReasoningState, w: Writer) -> None:
 def decode(reasoning: bool, r: Reader) -> ReasoningState:
     held, bits = r.text(), r.uint()
     swap, stage, answering = bits & 1, bits >> 1 & 3, bits >> 3
-    if stage > AFTER or answering > 1 or (swap and answering):
+    if stage > DROPPED or answering > 1 or (swap and answering):
         raise ValueError("malformed reasoning state")
     if answering:
         answer, kept, mark = r.uint(), r.text(), r.uint()

@@ -332,6 +332,8 @@ REASONING_RECORDS: tuple[ReasoningRecord, ...] = (
     _reasoning("olmo3", (THINK, END_THINK)),
     # wrapped2: deepseek_r1's rules, the content's <response> answer read
     _reasoning("ernie45", (THINK, END_THINK, *ERNIE45_RESPONSE)),
+    # wrapped2: Hunyuan-A13B's "<think>\n"…"\n</think>\n<answer>\n" (text, no marker)
+    _reasoning("hunyuan_a13b"),
     ReasoningRecord("gemma4", Machine.OWN, Ref(_F + "gemma4", "REASONING"),
                     markers=(*GEMMA4_CHANNEL, GEMMA4_CALLS[0])),
     _engine_reasoning("deepseek_v4", "deepseek_v4", "deepseek_v4", "dsml", "thinking"),
