@@ -147,6 +147,7 @@ REASONING_TEMPLATES: dict[str, str] = {
     "olmo3": "<think>reasoning VALUE</think>answer",
     # wrapped2: ERNIE 4.5's answer markers after the reasoning
     "ernie45": "reasoning VALUE</think>\n<response>answer VALUE</response> VALUE</response>",
+    "hunyuan_a13b": "<think>\nreasoning VALUE\n</think>\n<answer>\nanswer VALUE\n</answer>",
 }
 """Text each reasoning parser reads markers in."""
 
@@ -159,7 +160,7 @@ PAIRS: tuple[tuple[str | None, str | None], ...] = (
     ("deepseek_v4", "deepseek_v4"), ("deepseek_v41", "deepseek_v41"), ("glm47", "glm47"),
     ("minimax_m2", "minimax_m2"), ("minimax_m3", "minimax_m3"), ("step5", "step5"),
     ("holo2", "hermes"), ("ling3", "ling3"), ("hy_v3", "hy_v3"),
-    ("ernie45", "ernie45"),  # wrapped2
+    ("ernie45", "ernie45"), ("hunyuan_a13b", "hunyuan_a13b"),  # wrapped2
 )
 """(reasoning parser, tool parser) pairings: every tool format and every reasoning parser
 alone, and each family's own pairing (step3p5 and nemotron_v3 with qwen3_coder, issue 22)."""

@@ -1,6 +1,6 @@
 """The ``hunyuan_a13b`` tool parser (``formats/json_wrapped.py``, ``HUNYUAN_A13B``: jamba's
-grammar as data). Expected values are vLLM 0.33's answers as recorded in
-tests/fixtures/vllm-0.33 (cases 5520-5591, cited by number; the rules read in vLLM's
+grammar as data) and reasoning parser (``reasoning.FORMATS["hunyuan_a13b"]``). Expected values are vLLM 0.33's answers as recorded in
+tests/fixtures/vllm-0.33 (cases 5520-5619, cited by number; the rules read in vLLM's
 ``hunyuan_a13b_tool_parser.py`` are in docs/vllm-compat/json_wrapped.md) and, marked, the
 README compatibility rows where we differ on purpose. Then: split invariance through the app
 and of the machine, state round trips, bounded state, the registry. The model is
@@ -17,11 +17,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from derender.core import parsers
+from derender.core.parsers import reasoning
 from derender.core.parsers.formats import json_wrapped
-from derender.core.parsers.registry import TOOLS_BY_TAG
+from derender.core.parsers.registry import REASONING_BY_NAME, TOOLS_BY_TAG
 from derender.core.parsers.tools import ToolContext
-from derender.core.state.codec import Writer
-from derender_testing.models import tokenizer
+from derender.core.state.codec import Reader, Writer
+from derender_testing.models import tokenizer, vocabulary
 from derender_testing.tool_streams import check_round_trips, feed_all, requests, run_both
 from tests.test_parser_json_wrapped import ELEMENTS, MESSAGES, NAMED, REQUIRED, WEATHER
 
@@ -149,3 +150,82 @@ def test_registered_as_vllm_names_it() -> None:
     assert TOOLS_BY_TAG[parsers.tag_of("hunyuan_a13b")].name == "hunyuan_a13b"
     with pytest.raises(ValueError, match="not a hunyuan_a13b state"):
         FMT.step(json_wrapped.JAMBA_FORMAT.start(), "x", False, AUTO)
+
+
+# --------------------------------------------------------------------------- reasoning
+
+REASONING = reasoning.FORMATS["hunyuan_a13b"]
+THINK, ANSWER, END = "<think>\n", "\n</think>\n<answer>\n", "\n</answer>"
+THOUGHT = "Paris weather; call the tool."
+
+
+def think(parts: list[str]) -> tuple[str, str]:
+    """Reasoning and content of the hunyuan_a13b reasoning machine fed ``parts`` (the last
+    final), every state read back from its encoding."""
+    state = reasoning.start(REASONING, vocabulary(MODEL), None, True)
+    assert state is not None
+    out: list[tuple[str, str]] = []
+    for k, part in enumerate(parts):
+        delta, state = reasoning.feed(REASONING, state, part, k == len(parts) - 1, {})
+        out.append((delta.reasoning, delta.content))
+        w = Writer()
+        reasoning.encode(state, w)
+        assert reasoning.decode(state.reasoning, Reader(bytes(w.out))) == state
+    return "".join(r for r, _ in out), "".join(c for _, c in out)
+
+
+def test_reasoning_as_vllm() -> None:  # 5592-5614
+    assert think([THINK + THOUGHT + ANSWER + "It is sunny 🌞." + END]) == (
+        THOUGHT, "It is sunny 🌞.")
+    assert think([THINK + THOUGHT + ANSWER + "Sunny." + END + " tail"]) == (THOUGHT, "Sunny.")
+    assert think([THINK + THOUGHT + ANSWER + "Sunny."]) == (THOUGHT, "Sunny.")
+    assert think(["Sunny today." + END + " tail"]) == ("", "Sunny today.")
+    assert think(["Sunny today, no tags."]) == ("", "Sunny today, no tags.")
+    assert think([THINK + THOUGHT + " still thinking"]) == (
+        "", THINK + THOUGHT + " still thinking")
+    assert think([THINK + THOUGHT + END]) == ("", THINK + THOUGHT)
+    assert think([THINK + ANSWER[1:] + "Sunny." + END]) == ("", THINK + ANSWER[1:] + "Sunny.")
+
+
+def test_reasoning_differences_on_purpose() -> None:
+    """README hunyuan_a13b reasoning row."""
+    late = "Hmm. " + THINK + THOUGHT + ANSWER + "Sunny."
+    assert think([late]) == ("", late)  # vLLM: reasoning and "Sunny." (5610)
+    long = "x" * (reasoning.MAX_SWAP + 1)
+    assert think([THINK + long]) == (long, "")  # vLLM: all content
+
+
+R_PIECES = ["ok", " ", "\n", "x" * 200, "😀", THINK, ANSWER, END, "<think>", "</think>",
+            "\n</", "<answer>"]
+
+
+@settings(max_examples=400, deadline=None)
+@given(text=st.lists(st.sampled_from(R_PIECES), max_size=12).map("".join), data=st.data())
+def test_any_split_of_a_reasoning_text_reads_as_the_whole(text: str, data: st.DataObject
+                                                          ) -> None:
+    cuts = sorted(data.draw(st.sets(st.integers(0, len(text)), max_size=8), label="cuts"))
+    bounds = [0, *cuts, len(text)]
+    assert think([text[bounds[i]:bounds[i + 1]] for i in range(len(bounds) - 1)]) == think(
+        [text])
+
+
+@pytest.fixture(scope="module")
+def hunyuan_thinking(client_for: Any) -> Any:
+    return client_for(MODEL, "hunyuan_a13b", "hunyuan_a13b")
+
+
+@settings(max_examples=30, deadline=None)
+@given(data=st.data())
+def test_any_split_with_reasoning_folds_to_the_message(hunyuan_thinking: Any,
+                                                       data: st.DataObject) -> None:
+    lead = data.draw(st.sampled_from(["", THINK + THOUGHT + ANSWER, THINK + THOUGHT,
+                                      "Hmm. " + THINK]), label="lead")
+    text = lead + data.draw(outputs(), label="output") + data.draw(
+        st.sampled_from(["", END, END + " tail"]), label="end")
+    request = data.draw(requests(MESSAGES, [WEATHER]), label="chat_request")
+    ids = tokenizer(MODEL).encode(text, add_special_tokens=False).ids
+    run_both(hunyuan_thinking, MODEL, [*ids, EOS], "stop", [1], request, data)
+
+
+def test_reasoning_registered_as_vllm_names_it() -> None:
+    assert REASONING_BY_NAME["hunyuan_a13b"].name == "hunyuan_a13b"
