@@ -147,7 +147,7 @@ REASONING_TEMPLATES: dict[str, str] = {
     "olmo3": "<think>reasoning VALUE</think>answer",
     # wrapped2: ERNIE 4.5's answer markers after the reasoning
     "ernie45": "reasoning VALUE</think>\n<response>answer VALUE</response> VALUE</response>",
-    "hunyuan_a13b": "<think>\nreasoning VALUE\n</think>\n<answer>\nanswer VALUE\n</answer>",
+    "hunyuan_a13b": "<think>\nreasoning VALUE\n</think>\n<answer>\nanswer VALUE ",
 }
 """Text each reasoning parser reads markers in."""
 

@@ -1,5 +1,6 @@
 """The ``hunyuan_a13b`` tool parser (``formats/json_wrapped.py``, ``HUNYUAN_A13B``: jamba's
-grammar as data) and reasoning parser (``reasoning.FORMATS["hunyuan_a13b"]``). Expected values are vLLM 0.33's answers as recorded in
+grammar as data) and reasoning parser (``reasoning.FORMATS["hunyuan_a13b"]``). Expected
+values are vLLM 0.33's answers as recorded in
 tests/fixtures/vllm-0.33 (cases 5520-5619, cited by number; the rules read in vLLM's
 ``hunyuan_a13b_tool_parser.py`` are in docs/vllm-compat/json_wrapped.md) and, marked, the
 README compatibility rows where we differ on purpose. Then: split invariance through the app
