@@ -60,7 +60,8 @@ def test_every_format_is_registered_with_its_own_tag_and_state() -> None:
             "qwen3_coder", "mimo", "seed_oss", "deepseek_v32", "deepseek_v4", "deepseek_v41",
             "glm45", "glm47", "kimi_k2", "gemma4", "minimax_m2", "minimax_m3", "granite4",
             "granite-20b-fc", "longcat", "step5", "ling3", "hy_v3",
-            "llama4_pythonic", "olmo3", "phi4_mini_json", "jamba", "internlm", "gigachat3"} == set(
+            "llama4_pythonic", "olmo3", "phi4_mini_json", "jamba", "internlm", "gigachat3",
+            "ernie45", "hunyuan_a13b"} == set(
                 {r.name for r in TOOL_RECORDS if r.tag is not None})
     own = [r.name for r in TOOL_RECORDS if r.machine is Machine.OWN]
     assert len({parsers.tool_format(name).state_type for name in own}) == len(own)
