@@ -229,6 +229,18 @@ FORMATS["muse"] = Format("Muse Spark", "muse-spark-standin", "muse-spark-standin
                          "</atem:parameter>\n</atem:invoke>\n</atem:function_calls>",
                          prefix=" to=self<|message|>", strip_reasoning=False,
                          notes_ids=200)  # a call is held whole (as vLLM sends it), to 2 KB
+# wrapped2: ERNIE 4.5 (ernie45 reasoning and tool parsers): reasoning, then a call too long
+# to be read whole (it streams as hermes')
+FORMATS["ernie45"] = Format("ERNIE 4.5", "ernie45-standin", "ernie45-standin",
+                            "ernie45-standin", "ernie45", 50256,
+                            '</think>\n\n<tool_call>\n{"name": "get_weather", "arguments": '
+                            '{"city": "Lisbon", "notes": "', '"}}\n</tool_call>',
+                            json_notes=True)
+FORMATS["hunyuan_a13b"] = Format("Hunyuan-A13B", "hunyuan-a13b-standin", "hunyuan-a13b-standin",
+                                 "hunyuan-a13b-standin", "hunyuan_a13b", 50256,
+                                 '<tool_calls>[{"name": "get_weather", "arguments": {"city": '
+                                 '"Lisbon", "notes": "', '"}}]</tool_calls>', lead="content",
+                                 json_notes=True)
 FORMATS["holo2"] = Format("Holo2", "qwen3", "qwen3", "qwen3", "qwen3_coder", 151645,
                           FORMATS["step5"].head, FORMATS["step5"].tail, reasoning_parser="holo2",
                           folder=REPO / "layers" / "tokenizers" / "qwen3")

@@ -113,6 +113,11 @@ TEMPLATES: dict[str, str] = {
              '<atem:invoke name="NAME">\n<atem:parameter name="a">VALUE</atem:parameter>\n'
              '<atem:parameter name="n">1</atem:parameter>\n</atem:invoke>\n'
              '</atem:function_calls><|eom|>'),
+    # wrapped2: ERNIE 4.5 (hermes' tags, each call read whole)
+    "ernie45": ('Ok\n\n<tool_call>\n{"arguments": {"a": "VALUE", "n": 1}, "name": "NAME"}\n'
+                "</tool_call>"),
+    "hunyuan_a13b": ('<tool_calls>[{"name": "NAME", "arguments": {"a": "VALUE", "n": 1}}, '
+                     '{"arguments": {}, "name": "NAME"}]</tool_calls>'),
 }
 # kimi3 (issue 20): Kimi K3's XTML channels
 K3_CALL = ('<|open|>call tool="NAME"<|sep|><|open|>argument key="a" type="string"<|sep|>'
@@ -154,7 +159,7 @@ PARAMETERS: dict[str, tuple[str, str, str]] = {
 """One call of many parameters: its head, a complete parameter, a parameter never closed
 (issue 22: thousands of ``<parameter=`` without ``</parameter>`` were quadratic)."""
 PARAMETERS["mimo"] = PARAMETERS["step5"] = PARAMETERS["qwen3_coder"]
-PARAMETERS["granite4"] = PARAMETERS["hermes"]
+PARAMETERS["granite4"] = PARAMETERS["ernie45"] = PARAMETERS["hermes"]
 PARAMETERS["longcat"] = ('<longcat_tool_call>{"name": "f", "arguments": {', '"a": "x", ',
                          '"a": [')
 PARAMETERS["granite-20b-fc"] = ('<function_call> {"name": "f", "arguments": {', '"a": "x", ',
@@ -201,6 +206,9 @@ REASONING_TEMPLATES: dict[str, str] = {
     # muse branch: a reasoning message, then a commentary one
     "muse": (" to=self<|message|>reasoning VALUE<|eom|><|start|>assistant to=commentary"
              "<|message|>answer<|eom|>"),
+    # wrapped2: ERNIE 4.5's answer markers after the reasoning
+    "ernie45": "reasoning VALUE</think>\n<response>answer VALUE</response> VALUE</response>",
+    "hunyuan_a13b": "<think>\nreasoning VALUE\n</think>\n<answer>\nanswer VALUE ",
 }
 """Text each reasoning parser reads markers in."""
 
@@ -218,6 +226,7 @@ PAIRS: tuple[tuple[str | None, str | None], ...] = (
     ("kimi_k3", "kimi_k3"),  # kimi3 (issue 20)
     ("hf", "hf"), ("beam", "beam"),  # template branch
     ("muse", "muse"),  # muse branch
+    ("ernie45", "ernie45"), ("hunyuan_a13b", "hunyuan_a13b"),  # wrapped2
 )
 """(reasoning parser, tool parser) pairings: every tool format and every reasoning parser
 alone, and each family's own pairing (step3p5 and nemotron_v3 with qwen3_coder, issue 22),

@@ -634,6 +634,50 @@ MESSAGE_DIFFERENCES.update({_case_name(n): ours for n, ours in (
     (7126, ("Hi", [("get_weather", '{"city": "Par')], "length")),
 )})
 MESSAGE_REASONING[_case_name(7068)] = f"abc<|open|>think<|sep|>{_K3_THOUGHT}"
+# ernie45 (wrapped2, docs/vllm-compat/ernie45.md): vLLM's streams lose an unreadable
+# call's text, "</response>" in the content and the newlines before a call's tag after
+# reasoning, and (with its reasoning parser) keep text around <response>…</response> and a
+# <think> sharing a chunk; ours fold to the twin's message. Messages where we differ: an
+# unreadable call's own text is content and the other calls are kept (hermes' rule),
+# "required" and named read the model's tags too (as hermes), text before <think> is reasoning
+# (deepseek_r1's row).
+STREAM_AS_MESSAGE.update({_case_name(n): _case_name(n - 1) for n in (
+    5437, 5439, 5447, 5459, 5463, 5477, 5481, 5483, 5485, 5487, 5489, 5493, 5495, 5501, 5507,
+    5509, 5511, 5513)})
+MESSAGE_DIFFERENCES.update({_case_name(n): ours for n, ours in (
+    (5438, ('<tool_call>{"name": "get_time", "arguments": {,}}</tool_call>', [_PARIS_C],
+            "tool_calls")),
+    (5458, ("", [_PARIS_C], "tool_calls")),
+    (5462, ("", [_PARIS_C], "stop")),
+    (5494, ("It is sunny in Paris, 22 °C 🌞.", [], "stop")),
+    (5512, ("", [_PARIS_C], "tool_calls")),
+)})
+MESSAGE_REASONING.update({_case_name(5494): "Hmm. The user wants Paris weather; call the tool."})
+# hunyuan_a13b (wrapped2, docs/vllm-compat/json_wrapped.md "hunyuan_a13b"): vLLM's streams
+# send the list's text as content, lose calls or mangle arguments; ours fold to the twin's
+# message. Messages where we differ, as jamba's rows: an element without "arguments" ends the
+# reading (vLLM skips it), string arguments stay JSON, an empty list is no content, a list
+# without </tool_calls> or cut off keeps its calls, a list inside <think>…</think> is read.
+STREAM_AS_MESSAGE.update({_case_name(n): _case_name(n - 1) for n in (
+    5521, 5523, 5525, 5529, 5533, 5535, 5537, 5539, 5545, 5547, 5549, 5551, 5553, 5559, 5561,
+    5563, 5565, 5569, 5571, 5587, 5589, 5591)})
+MESSAGE_DIFFERENCES.update({_case_name(n): ours for n, ours in (
+    (5548, ('<tool_calls>[{"name": "get_time"}, {"name": "get_weather", "arguments": '
+            '{"city": "Paris", "unit": "c"}}]</tool_calls>', [], "stop")),
+    (5550, (None, [("get_weather", '"Paris"')], "tool_calls")),
+    (5552, ("Hi ", [], "stop")),
+    (5560, ("Hi ", [_PARIS_C], "tool_calls")),
+    (5564, ("<think>maybe ", [_PARIS_C], "tool_calls")),
+    (5570, (None, [("get_weather", '{"city": "Par')], "length")),
+)})
+# ... and with its reasoning parser (5592-5619): vLLM's one-token streams lose the answer's
+# first text or keep its end tag; ours fold to the twin's message. Its message reads a
+# "<think>\n" block after other text (a fallback regex); ours keeps that output as content.
+STREAM_AS_MESSAGE.update({_case_name(n): _case_name(n - 1) for n in (
+    5593, 5595, 5597, 5599, 5601, 5603, 5609, 5613, 5617, 5619)})
+MESSAGE_DIFFERENCES.update({_case_name(5610): (
+    "Hmm. <think>\nParis weather; call the tool.\n</think>\n<answer>\nSunny.", [], "stop")})
+MESSAGE_REASONING.update({_case_name(5610): None})
 
 # Under VLLM_ENFORCE_STRICT_TOOL_CALLING=1 vLLM leaves JSON-schema output of tool_choice
 # "required" in content; we parse it, as its non-strict recordings do.
@@ -977,6 +1021,7 @@ ISSUE_19_20: dict[tuple[int, int], tuple[int, str]] = {
     # muse branch
     (7400, 7799): (144, "muse 7400-7519 (musespark1x is its alias), muse_glimmer 7520-7543 "
                         "(recorded ahead)"),
+    (5400, 5799): (118 + 100, "ernie45 5400-5517, hunyuan_a13b 5520-5619"),
 }
 """The recordings of issues 19 and 20 by number range: how many cases, of which names."""
 

@@ -69,7 +69,8 @@ def test_every_format_is_registered_with_its_own_tag_and_state() -> None:
             "lfm2", "functiongemma",
             "kimi_k3",
             "hf", "beam",
-            "muse"} == set(
+            "muse",
+            "ernie45", "hunyuan_a13b"} == set(
                 {r.name for r in TOOL_RECORDS if r.tag is not None})
     own = [r.name for r in TOOL_RECORDS if r.machine is Machine.OWN]
     assert len({parsers.tool_format(name).state_type for name in own}) == len(own)

@@ -17,10 +17,12 @@ from derender.core.registry import ServedModel, load_vocabulary, read_model_info
 from derender_testing.tokenizer_variants import (
     copy_layer_tokenizer,
     copy_tokenizer,
+    derive_ernie45_standin,
     derive_functiongemma_standin,
     derive_gemma4_standin,
     derive_gigachat3_standin,
     derive_granite4_standin,
+    derive_hunyuan_a13b_standin,
     derive_hy3_standin,
     derive_hy4_standin,
     derive_internlm2_standin,
@@ -58,7 +60,9 @@ MODEL_NAMES = ("qwen3", "mistral-7b", "deepseek-v4", "gpt2", "llama3.1", "llama3
                "kimi-k3-standin",
                "hf-json-standin", "hf-xml-standin",
                # muse branch
-               "muse-spark-standin")
+               "muse-spark-standin",
+               # wrapped2
+               "ernie45-standin", "hunyuan-a13b-standin")
 DERIVED = {"llama3.1-tools": ("llama3.1", derive_llama31_tools),
            "mistral-tools": ("mistral-7b", derive_mistral_tools),
            "mistral-tools-v3": ("mistral-7b", derive_mistral_tools_v3),
@@ -93,7 +97,10 @@ DERIVED = {"llama3.1-tools": ("llama3.1", derive_llama31_tools),
            "hf-json-standin": ("qwen3", copy_layer_tokenizer),
            "hf-xml-standin": ("qwen3", copy_layer_tokenizer),
            # muse branch
-           "muse-spark-standin": ("gpt2", derive_muse_standin)}
+           "muse-spark-standin": ("gpt2", derive_muse_standin),
+           # wrapped2
+           "ernie45-standin": ("gpt2", derive_ernie45_standin),
+           "hunyuan-a13b-standin": ("gpt2", derive_hunyuan_a13b_standin)}
 """Test models whose tokenizer files are derived from another's (``tokenizer_variants``)."""
 
 

@@ -71,15 +71,16 @@ v11+, ``[THINK]`` the special-token reasoning of v13+). Written like ``llama3.1-
 (git-ignored, derived on demand); the ``mistral`` fixtures were recorded with them."""
 
 
-def derive_added_tokens(source: Path, target: Path, added: tuple[str, ...]) -> bool:
+def derive_added_tokens(source: Path, target: Path, added: tuple[str, ...],
+                        special: bool = True) -> bool:
     """``target``'s tokenizer files from ``source``'s with ``added`` appended as added
-    special tokens at the next free ids."""
+    tokens (special unless ``special`` is False) at the next free ids."""
     def append(tokenizer: Any, config: Any) -> None:
         next_id = max([*tokenizer["model"]["vocab"].values(),
                        *(t["id"] for t in tokenizer["added_tokens"])]) + 1
         for offset, content in enumerate(added):
             entry = {"content": content, "single_word": False, "lstrip": False,
-                     "rstrip": False, "normalized": False, "special": True}
+                     "rstrip": False, "normalized": False, "special": special}
             tokenizer["added_tokens"].append({"id": next_id + offset, **entry})
             config.setdefault("added_tokens_decoder", {})[str(next_id + offset)] = entry
 
@@ -591,3 +592,22 @@ def derive_muse_standin(source: Path, target: Path) -> bool:
             "tokenizer_class": "PreTrainedTokenizerFast"})
 
     return derive(source, target, build)
+ERNIE45_ADDED = ("<think>", "</think>", "<tool_call>", "</tool_call>", "<response>",
+                 "</response>")
+"""``ernie45-standin``: ERNIE 4.5's own vocabulary (a SentencePiece model of 103,424 ids) is not
+available offline; the stand-in is GPT-2's with the markers vLLM's ``ernie45`` tool and
+reasoning parsers read appended as added tokens at 50257-50262 (not ERNIE's ids, which no
+offline source gives), not special, so that they stay in the decoded text as the parsers
+need. GPT-2 has no ``<0x0A>`` byte token: vLLM's newline checks (streaming only) see none."""
+
+
+def derive_ernie45_standin(source: Path, target: Path) -> bool:
+    return derive_added_tokens(source, target, ERNIE45_ADDED, special=False)
+
+
+def derive_hunyuan_a13b_standin(source: Path, target: Path) -> bool:
+    """``hunyuan-a13b-standin``: Hunyuan-A13B's vocabulary is not available offline; its parsers
+    read ``<tool_calls>``, ``</tool_calls>`` and the think/answer tags as text (vLLM's reasoning
+    parser names them as several ordinary ids), so the stand-in is GPT-2's vocabulary as it
+    is, where they are text too."""
+    return derive(source, target, lambda tokenizer, config: None)

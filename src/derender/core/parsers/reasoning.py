@@ -28,6 +28,10 @@ could still become a marker. Formats, as vLLM 0.33 names them:
   or ``enable_thinking`` and neither is truthy.
 - ``olmo3``: ``<think>`` read only where the output starts (or the prompt's text ending with
   it), the first ``</think>`` ends reasoning, nothing is read after it (``at_start_only``).
+- ``ernie45``: ``deepseek_r1``'s rules; then the content is the answer inside
+  ``<response>``…``</response>`` when both are there in that order (``response``, read by
+  ``_answer``: text before the first ``<response>`` and after the last ``</response>``
+  dropped, within bounds).
 - ``gemma4`` (``parsers/gemma4.py`` holds its data): ``<|channel>``…``<channel|>`` blocks with a
   ``thought\n`` prefix removed (``prefix``), output starting with the prefix opening reasoning.
 """
@@ -35,7 +39,7 @@ could still become a marker. Formats, as vLLM 0.33 names them:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from derender.core.decoding.markers import Finder, pending_prefix
 from derender.core.decoding.vocab import STAND_IN, Vocabulary
@@ -105,6 +109,18 @@ class ReasoningFormat:
     """olmo3: ``start`` is read only where the output starts (absorbed, opening reasoning) and
     is text anywhere else; the first ``end`` ends reasoning and after it no marker is read;
     the prompt's text ending with ``start`` starts the output inside reasoning."""
+    content_end: str = ""
+    """hunyuan_a13b (with ``at_start_only``): the content ends at this marker, the text from it
+    on dropped (``DROPPED``)."""
+    holds_reasoning: bool = False
+    """hunyuan_a13b: reasoning is held (``ReasoningState.kept``) until its ``end``: an output
+    that ends first is all content, as written (up to ``content_end``); past ``MAX_SWAP``
+    characters it goes out as reasoning (``answer`` ``PLAIN``: released) and stays so."""
+    prompt_opens: bool = True
+    """``at_start_only``: the prompt's text ending with ``start`` starts the output inside
+    reasoning (False: the prompt is not read)."""
+    response: tuple[str, ...] = ()
+    """ernie45: the content's answer markers (``_answer``); empty: none."""
     opens_once: bool = False
     """minimax_m3: the first ``start`` in the content opens reasoning; once it ends no marker
     is read; an ``end`` opening the output (not started in reasoning) is dropped
@@ -112,7 +128,9 @@ class ReasoningFormat:
 
     def markers(self, reasoning: bool, stage: int = 0) -> tuple[str, ...]:
         if self.at_start_only:
-            return (self.end,) if reasoning else ()
+            if reasoning:
+                return (self.end,)
+            return (self.content_end,) if self.content_end and stage != DROPPED else ()
         if reasoning:
             return (self.start, self.end, *self.ends_implicitly, *self.removed)
         if self.opens_once:
@@ -164,15 +182,23 @@ FORMATS = {
     "minimax_m3": ReasoningFormat("minimax_m3", start="<mm:think>", end="</mm:think>",
                                   starts_in_content=True, opens_once=True),
     "olmo3": ReasoningFormat("olmo3", at_start_only=True),
+    # Hunyuan-A13B: olmo3's reading with its own tags, the answer ending at "\n</answer>"
+    # (wrapped2)
+    "hunyuan_a13b": ReasoningFormat("hunyuan_a13b", at_start_only=True, start="<think>\n",
+                                    end="\n</think>\n<answer>\n", content_end="\n</answer>",
+                                    prompt_opens=False, holds_reasoning=True),
+    # ERNIE 4.5: deepseek_r1's rules, the content's <response>…</response> answer read
+    # (``_answer``) [5478-5489]
+    "ernie45": ReasoningFormat("ernie45", response=("<response>", "</response>")),
     "mistral": ReasoningFormat("mistral", ends_implicitly=("[TOOL_CALLS]",), drops_late_end=True,
                                start="[THINK]", end="[/THINK]", starts_in_content=True,
                                reopens=True, strips_trailing_space=True),
 }
 
 
-FRESH, BEFORE, AFTER = range(3)
+FRESH, BEFORE, AFTER, DROPPED = range(4)
 """Stages of an ``opens_once`` format outside reasoning: at the output's start; before a
-reasoning block; after it."""
+reasoning block; after it; (a ``content_end`` format) after the content's end."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,6 +215,10 @@ class ReasoningState:
     space: str = ""
     stage: int = FRESH
     """``opens_once`` formats: ``FRESH``, ``BEFORE`` or ``AFTER`` (outside reasoning)."""
+    answer: int = 0
+    """``response`` formats: where the content stands (``PRE``, ``IN``, ``POST``, ``PLAIN``,
+    ``OPEN``), its held text in ``kept`` (``mark``: where the answer begins in it)."""
+    mark: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -250,7 +280,8 @@ def start(fmt: ReasoningFormat, vocab: Vocabulary, prompt_ids: Sequence[int] | N
     if fmt.opens_once:
         return ReasoningState(thinking)
     if fmt.at_start_only:
-        return ReasoningState(prompt_text_opens(vocab, prompt_ids, fmt.start))
+        return ReasoningState(fmt.prompt_opens
+                              and prompt_text_opens(vocab, prompt_ids, fmt.start))
     return ReasoningState(not fmt.starts_in_content, swap=swap)
 
 
@@ -306,6 +337,16 @@ def feed(fmt: ReasoningFormat, state: ReasoningState, text: str, final: bool,
     """Split new text; ``final`` releases what was held back. ``spell`` maps each marker to
     how it appears in the text (a stand-in character where it is a single token)."""
     delta, after = _split(fmt, state, text, final, spell)
+    if fmt.holds_reasoning:
+        return _held(fmt, state, delta, after, final, spell)
+    if fmt.response and (delta.content or state.kept or final):
+        content, answered = _answer(fmt, state, delta.content, final, spell)
+        return (ReasoningDelta(delta.reasoning, content),
+                ReasoningState(after.reasoning, after.held, answer=answered.answer,
+                               kept=answered.kept, mark=answered.mark, stage=after.stage))
+    if fmt.response:
+        return delta, ReasoningState(after.reasoning, after.held, answer=state.answer,
+                                     kept=state.kept, mark=state.mark, stage=after.stage)
     if not state.swap:
         return delta, after
     kept, space = state.kept + delta.reasoning, state.space + delta.content
@@ -317,10 +358,101 @@ def feed(fmt: ReasoningFormat, state: ReasoningState, text: str, final: bool,
                                                   after.stage)
 
 
+PRE, IN, POST, PLAIN, OPEN = range(5)
+"""Where a ``response`` format's content stands: before ``<response>`` (held); inside the
+answer, held until ``</response>``; after a ``</response>`` (held until another, dropped at the
+end); as written (no marker read again); inside the answer, streamed."""
+MAX_PRE = 256
+"""Content read before ``<response>`` (more: the marker is not read, the content is as
+written)."""
+MAX_ANSWER = 512
+"""Answer held until its ``</response>`` (more: streamed, as if it will close)."""
+MAX_AFTER = 256
+"""Text held after a ``</response>`` (more: content, as if another ``</response>`` follows)."""
+
+
+def _answer(fmt: ReasoningFormat, state: ReasoningState, new: str, final: bool,
+            spell: Mapping[str, str]) -> tuple[str, ReasoningState]:
+    """ernie45's content, as vLLM's message reads it: with ``<response>`` and a later
+    ``</response>``, what lies between the first and the last; else as written. Held text is
+    ``state.kept`` (its answer from ``state.mark``); each hold is bounded (``MAX_PRE``,
+    ``MAX_ANSWER``, ``MAX_AFTER``), past it the text goes out as if the markers say so, and the
+    whole text read at once applies the same bounds."""
+    opening, closing = (spell.get(m, m) for m in fmt.response)
+    text, answer, mark = state.kept + new, state.answer, state.mark
+    out: list[str] = []
+    while True:
+        if answer == PLAIN:
+            out.append(text)
+            text = ""
+            break
+        if answer == PRE:
+            at = text.find(opening)
+            if 0 <= at <= MAX_PRE:
+                answer, mark = IN, at + len(opening)
+                continue
+            body = len(text) - (0 if final else pending_prefix(text, (opening,)))
+            if at >= 0 or final or body > MAX_PRE:
+                answer = PLAIN
+                continue
+            break
+        if answer in (IN, OPEN):
+            at = text.find(closing, mark)
+            if at >= 0:  # the answer, then hold from its closing marker
+                out.append(text[mark:at])
+                answer, text, mark = POST, text[at:], len(closing)
+                continue
+            if final:
+                out.append(text if answer == IN and len(text) - mark <= MAX_ANSWER
+                           else text[mark:])
+                text = ""
+                break
+            cut = len(text) - pending_prefix(text[mark:], (closing,))
+            if answer == OPEN or cut - mark > MAX_ANSWER:
+                out.append(text[mark:cut])
+                answer, text, mark = OPEN, text[cut:], 0
+            break
+        # POST: held from a closing marker until another (said with it) or the end (dropped)
+        at = text.find(closing, mark)
+        if at >= 0:
+            out.append(text[:at])
+            text, mark = text[at:], len(closing)
+            continue
+        if final:
+            out.append(text if len(text) - len(closing) > MAX_AFTER else "")
+            text = ""
+            break
+        cut = len(text) - pending_prefix(text[mark:], (closing,))
+        if cut - len(closing) > MAX_AFTER:
+            out.append(text[:cut])
+            answer, text, mark = OPEN, text[cut:], 0
+        break
+    return "".join(out), ReasoningState(state.reasoning, state.held, answer=answer, kept=text,
+                                        mark=mark if text else 0, stage=state.stage)
+
+
+def _held(fmt: ReasoningFormat, state: ReasoningState, delta: ReasoningDelta,
+          after: ReasoningState, final: bool, spell: Mapping[str, str]
+          ) -> tuple[ReasoningDelta, ReasoningState]:
+    """A ``holds_reasoning`` format's reasoning, held until its end is known."""
+    if state.answer == PLAIN or not (state.kept or delta.reasoning):
+        return delta, replace(after, answer=state.answer)
+    kept = state.kept + delta.reasoning
+    if not after.reasoning or len(kept) > MAX_SWAP:  # closed, or too long to hold: reasoning
+        return (ReasoningDelta(kept, delta.content),
+                replace(after, answer=PLAIN if after.reasoning else state.answer))
+    if not final:
+        return ReasoningDelta("", delta.content), replace(after, kept=kept)
+    # never closed: the whole output is content, as written, up to the content's end
+    content = spell.get(fmt.start, fmt.start) + kept
+    end = content.find(spell.get(fmt.content_end, fmt.content_end))
+    return ReasoningDelta("", content if end < 0 else content[:end]), replace(after, kept="")
+
+
 def _split(fmt: ReasoningFormat, state: ReasoningState, text: str, final: bool,
            spell: Mapping[str, str]) -> tuple[ReasoningDelta, ReasoningState]:
     spell = {m: spell.get(m, m) for m in (fmt.start, fmt.end, *fmt.ends_implicitly,
-                                          *fmt.removed)}
+                                          *fmt.removed, fmt.content_end)}
     end_think, start_think = spell[fmt.end], spell[fmt.start]
     implicit = {spell[m] for m in fmt.ends_implicitly}
     buffer = state.held + text
@@ -361,6 +493,9 @@ def _split(fmt: ReasoningFormat, state: ReasoningState, text: str, final: bool,
         pos, was = at + len(marker), in_reasoning
         if in_reasoning and marker == end_think:
             in_reasoning, stage = False, AFTER
+        elif not in_reasoning and fmt.content_end and marker == spell[fmt.content_end]:
+            stage, pos = DROPPED, len(buffer)  # the rest of the output is dropped
+            break
         elif in_reasoning and marker in implicit:
             in_reasoning = False
             content.append(marker)
@@ -378,7 +513,7 @@ def _split(fmt: ReasoningFormat, state: ReasoningState, text: str, final: bool,
             pos += skip
     markers = [spell[m] for m in fmt.markers(in_reasoning, stage)]
     hold = 0 if final else pending_prefix(buffer[pos:], markers)
-    tail = buffer[pos:len(buffer) - hold]
+    tail = "" if stage == DROPPED else buffer[pos:len(buffer) - hold]
     if in_reasoning and fmt.strips_trailing_space:
         kept = tail.rstrip()
         if final:
@@ -401,17 +536,27 @@ def _strip_end(pieces: list[str]) -> None:
 def encode(state: ReasoningState, w: Writer) -> None:
     """The state after its phase flag (written by the stream state)."""
     w.text(state.held)
-    w.uint(int(state.swap) | state.stage << 1)
+    answering = bool(state.answer or state.kept) and not state.swap
+    w.uint(int(state.swap) | state.stage << 1 | answering << 3)
     if state.swap:
         w.text(state.kept)
         w.text(state.space)
+    elif answering:
+        w.uint(state.answer)
+        w.text(state.kept)
+        w.uint(state.mark)
 
 
 def decode(reasoning: bool, r: Reader) -> ReasoningState:
     held, bits = r.text(), r.uint()
-    swap, stage = bits & 1, bits >> 1
-    if stage > AFTER:
+    swap, stage, answering = bits & 1, bits >> 1 & 3, bits >> 3
+    if stage > DROPPED or answering > 1 or (swap and answering):
         raise ValueError("malformed reasoning state")
+    if answering:
+        answer, kept, mark = r.uint(), r.text(), r.uint()
+        if answer > OPEN or mark > len(kept):
+            raise ValueError("malformed reasoning state")
+        return ReasoningState(reasoning, held, kept=kept, stage=stage, answer=answer, mark=mark)
     if not swap:
         return ReasoningState(reasoning, held, stage=stage)
     kept, space = r.text(), r.text()

@@ -230,6 +230,8 @@ KIMI_K3_XTML = (Marker(53, "<|open|>"), Marker(54, "<|close|>"), Marker(55, "<|s
 # muse branch: Muse Spark's channel framing
 MUSE_FRAMING = (Marker(56, "<|start|>"), Marker(57, "<|message|>"), Marker(58, "<|eom|>"),
                 Marker(59, "<|eot|>"))
+# wrapped2 (ERNIE 4.5): the answer markers of its content
+ERNIE45_RESPONSE = (Marker(60, "<response>"), Marker(61, "</response>"))
 
 QWEN3_TOOLS = (TOOL_CALL, END_TOOL_CALL)
 QWEN3_REASONING = (THINK, END_THINK, TOOL_CALL, *CHATML)
@@ -333,6 +335,11 @@ TOOL_RECORDS: tuple[ToolRecord, ...] = (
     # family (vLLM refuses it with hf)
     ToolRecord("beam", 181, Machine.TEMPLATE, Ref(_F + "response_template", "BEAM"),
                family="beam", without_tools=_DROPPED),
+    # wrapped2 (tags 120-129): ERNIE 4.5's <tool_call> JSON, each call read whole (hermes'
+    # machine)
+    _own("ernie45", "hermes", "ERNIE45", 120, markers=QWEN3_TOOLS),
+    # Hunyuan-A13B's <tool_calls>[…]</tool_calls> JSON list (json_wrapped's machine, as jamba)
+    _own("hunyuan_a13b", "json_wrapped", "HUNYUAN_A13B_FORMAT", 121, markers=(JAMBA_CALLS,)),
 )
 """The tool-call formats."""
 
@@ -371,6 +378,10 @@ REASONING_RECORDS: tuple[ReasoningRecord, ...] = (
     _reasoning("hy_v3", (THINK, END_THINK), thinking=Thinking.KWARGS,
                switch=Ref(_F + "hy", "thinking")),
     _reasoning("olmo3", (THINK, END_THINK)),
+    # wrapped2: deepseek_r1's rules, the content's <response> answer read
+    _reasoning("ernie45", (THINK, END_THINK, *ERNIE45_RESPONSE)),
+    # wrapped2: Hunyuan-A13B's "<think>\n"…"\n</think>\n<answer>\n" (text, no marker)
+    _reasoning("hunyuan_a13b"),
     ReasoningRecord("gemma4", Machine.OWN, Ref(_F + "gemma4", "REASONING"),
                     markers=(*GEMMA4_CHANNEL, GEMMA4_CALLS[0])),
     _engine_reasoning("deepseek_v4", "deepseek_v4", "deepseek_v4", "dsml", "thinking"),

@@ -16,6 +16,14 @@ characters in all) across the calls.
 ``granite-20b-fc`` is the same grammar without a closing tag: ``<function_call>`` then the
 call's JSON object, whose end ends the call; text after it up to the next ``<function_call>``
 is dropped, as vLLM's ``raw_decode`` drops it.
+
+``ernie45`` is hermes' tags read as vLLM's ``Ernie45ToolParser`` reads them (``whole``): a call
+is its object up to ``</tool_call>``, read whole (keys in any order; no ``"name"``: ``""``, no
+``"arguments"``: ``{}``; the arguments written anew with ``json.dumps``) once its closing tag
+is within ``MAX_HEAD`` characters (a longer one streams as hermes'); a call never closed is
+dropped, text in it not starting with ``{`` too; the newlines ending the content before the
+first call are dropped (held meanwhile; at most ``MAX_LEADING_SPACE``, the first of more are
+content), other whitespace before it is content.
 """
 
 from __future__ import annotations
@@ -28,6 +36,7 @@ from typing import TypeVar
 from derender.core.decoding.markers import Finder, pending_prefix
 from derender.core.parsers.json_value import STRING_PATTERN, ValueScan, loads, scan
 from derender.core.parsers.primitives import (
+    MAX_LEADING_SPACE,
     leading_text,
     leads_content,
     merge,
@@ -82,15 +91,16 @@ class BetweenState(HermesState):
 
 
 def feed(state: HermesState, text: str, final: bool, forced_name: str | None = None,
-         required: bool = False, tags: tuple[str, str] = (OPEN, CLOSE), between: bool = False
-         ) -> tuple[str, list[ToolCallDelta], HermesState]:
+         required: bool = False, tags: tuple[str, str] = (OPEN, CLOSE), between: bool = False,
+         whole: bool = False) -> tuple[str, list[ToolCallDelta], HermesState]:
     """Content and tool-call deltas for new text; ``final`` settles what was held back.
 
     With a forced ``tool_choice`` the output may also be JSON (the engine may have constrained
     it to the schema instead of the model's format): its first character decides. ``tags``
     are the opening and closing tags as they appear in the text (no closing tag: ``""``, the
     end of the call's JSON ends it); ``between``: text between and after the calls is
-    content (``granite4``), else it is dropped.
+    content (``granite4``), else it is dropped; ``whole``: ``ernie45``'s reading (the module's
+    docstring).
     """
     open_tag, close_tag = tags
     closers = (close_tag,) if close_tag else ()
@@ -126,6 +136,12 @@ def feed(state: HermesState, text: str, final: bool, forced_name: str | None = N
                 continue
         if mode == CONTENT:
             found = finder.earliest((open_tag,), pos)
+            if found is None and whole and calls == 0 and form == TAGGED:
+                out, held = _trim_held(buffer[pos:], open_tag, final)
+                if out:
+                    content.append(out)
+                    spoke = spoke or bool(out.strip())
+                break
             if found is None:  # forced tool choice: whitespace alone is no content
                 out, held, spoke = leading_text(buffer[pos:], (open_tag,), final, spoke,
                                                 bool(forced_name or required) or calls > 0)
@@ -134,6 +150,14 @@ def feed(state: HermesState, text: str, final: bool, forced_name: str | None = N
                     pending = ""
                 break
             before = buffer[pos:found[0]]
+            if whole and calls == 0:  # its newlines dropped, other whitespace said
+                kept = _unnewlined(before)
+                if kept:
+                    content.append(kept)
+                    spoke = spoke or bool(kept.strip())
+                space = before[len(kept):]
+                mode, pos = HEAD, found[0] + len(open_tag)
+                continue
             if leads_content(pending + before, spoke):
                 content.append(pending + before)
                 spoke, pending = True, ""
@@ -144,6 +168,34 @@ def feed(state: HermesState, text: str, final: bool, forced_name: str | None = N
             mode, pos = HEAD, found[0] + len(open_tag)
         elif mode == LIST_HEAD and _LIST_END.match(buffer, pos):
             mode, pos = AFTER, size
+        elif mode == HEAD and whole:
+            closing = finder.earliest(closers, pos)
+            close = -1 if closing is None else closing[0] - pos
+            if 0 <= close <= MAX_HEAD:  # read whole, as vLLM reads it
+                call = _whole_call(buffer[pos:pos + close])
+                if call is _UNREADABLE:  # its text comes back as content
+                    cut = close + len(close_tag)
+                    content.append(space + open_tag + buffer[pos:pos + cut])
+                    spoke, mode, pos, space = True, CONTENT, pos + cut, ""
+                    continue
+                if call is not None:
+                    deltas.append(ToolCallDelta(calls, *call))
+                    calls += 1
+                mode, pos, space = AFTER, pos + close + len(close_tag), ""
+                continue
+            if size - pos <= MAX_HEAD + len(close_tag):
+                if final:  # never closed: dropped
+                    mode, pos, space = AFTER, size, ""
+                else:
+                    held = buffer[pos:]
+                break
+            match = _HEAD.match(buffer, pos)  # too long to hold: streamed as hermes'
+            if match is None:
+                mode, pos, space = AFTER, size, ""
+                break
+            deltas.append(ToolCallDelta(calls, json.loads(f'"{match.group(1)}"'), ""))
+            calls += 1
+            mode, pos, scanner, space = ARGS, match.end(), ValueScan(), ""
         elif mode in (HEAD, LIST_HEAD):
             match = (_HEAD if mode == HEAD else _LIST_HEAD).match(buffer, pos)
             if match is not None and match.end() - pos <= MAX_HEAD:
@@ -222,6 +274,44 @@ def feed(state: HermesState, text: str, final: bool, forced_name: str | None = N
     return "".join(content), merge(deltas), new
 
 
+_UNREADABLE = ("", "")
+"""``_whole_call``'s answer for a call vLLM's ``json.loads`` refuses."""
+_OBJECT = re.compile(r"\s*(\{.*\})\s*", re.DOTALL)
+
+
+def _whole_call(text: str) -> tuple[str, str] | None:
+    """``ernie45``: the name and arguments of the text between a call's tags, as vLLM reads it
+    (``json.dumps`` of ``"arguments"``, ``{}`` without; ``""`` without a name); None: not an
+    object (no call, dropped); ``_UNREADABLE``: not JSON, or a name that is no string."""
+    match = _OBJECT.fullmatch(text)
+    if match is None:
+        return None
+    try:
+        call = json.loads(match.group(1))
+    except ValueError:
+        return _UNREADABLE
+    if not isinstance(call, dict) or not isinstance(call.get("name", ""), str):
+        return _UNREADABLE
+    return call.get("name", ""), json.dumps(call.get("arguments", {}), ensure_ascii=False)
+
+
+def _trim_held(text: str, open_tag: str, final: bool) -> tuple[str, str]:
+    """``ernie45``'s content before its first call, no tag in ``text``: (said now, held: the
+    newlines ending it, at most ``MAX_LEADING_SPACE``, and what may begin the tag)."""
+    if final:
+        return text, ""
+    hold = pending_prefix(text, (open_tag,))
+    body = text[:len(text) - hold]
+    kept = _unnewlined(body)
+    return kept, text[len(kept):]
+
+
+def _unnewlined(text: str) -> str:
+    """``text`` less the newlines ending it, at most ``MAX_LEADING_SPACE`` of them."""
+    kept = text.rstrip("\n")
+    return text[:max(len(kept), len(text) - MAX_LEADING_SPACE)]
+
+
 def _flipped_call(text: str, start: int = 0) -> tuple[str, str] | None:
     """Name and raw arguments of a whole call written arguments first, if ``text[start:]``
     reads as one."""
@@ -298,6 +388,8 @@ class Variant:
     json_forms: bool = True
     """Under a forced ``tool_choice`` the JSON-schema forms are read too; False where vLLM
     constrains the output to the model's own tags (a structural tag) and reads only those."""
+    whole: bool = False
+    """Calls read whole, as ``ernie45`` reads them (``feed``'s ``whole``)."""
 
 
 H = TypeVar("H", bound=HermesState)
@@ -310,7 +402,8 @@ def variant(v: Variant, kind: type[H]) -> ToolFormat[H]:
         tags = (context.spelled(v.tags[0]), context.spelled(v.tags[1]) if v.tags[1] else "")
         content, deltas, new = feed(state, text, final,
                                     context.forced_name if v.json_forms else None,
-                                    context.required and v.json_forms, tags, v.between)
+                                    context.required and v.json_forms, tags, v.between,
+                                    v.whole)
         assert isinstance(new, kind)
         return content, deltas, new
 
@@ -336,3 +429,12 @@ LONGCAT = variant(Variant("longcat", ("<longcat_tool_call>", "</longcat_tool_cal
                           json_forms=False), LongcatState)
 """``longcat``: hermes with LongCat's tags; under a forced ``tool_choice`` only the tags are
 read (vLLM's structural tag "longcat")."""
+
+
+@dataclass(frozen=True, slots=True)
+class Ernie45State(HermesState):
+    """The state of ``ernie45`` (hermes' fields; its own type, its own tag)."""
+
+
+ERNIE45 = variant(Variant("ernie45", (OPEN, CLOSE), whole=True), Ernie45State)
+"""``ernie45``: hermes' tags, each call read whole up to its closing tag (``whole``)."""

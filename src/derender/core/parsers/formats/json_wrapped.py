@@ -118,6 +118,8 @@ INTERNLM = Wrapper("internlm", "<|action_start|><|plugin|>", ("parameters", "arg
 GIGACHAT3 = Wrapper("gigachat3", "<|function_call|>", ("arguments",), single=True,
                     alt=("function call", "<|role_sep|>", "\n"), sep="<|message_sep|>",
                     object_args=True)
+HUNYUAN_A13B = Wrapper("hunyuan_a13b", "<tool_calls>", ("arguments",), bracket=True)
+"""``hunyuan_a13b`` (wrapped2): jamba's grammar as Hunyuan-A13B writes it (the markers text)."""
 REQUIRED = Wrapper("required", "[", ("parameters",))
 """vLLM's JSON path under ``tool_choice`` "required": a list of ``{"name", "parameters"}``."""
 _REQUIRED_HEAD = REQUIRED.head
@@ -406,3 +408,11 @@ PHI4_FORMAT = _format(PHI4, Phi4State)
 GIGACHAT3_FORMAT = _format(GIGACHAT3, Gigachat3State)
 INTERNLM_FORMAT = _format(INTERNLM, InternlmState)
 JAMBA_FORMAT = _format(JAMBA, JambaState)
+
+
+@dataclass(frozen=True, slots=True)
+class HunyuanA13bState(WrappedState):
+    pass
+
+
+HUNYUAN_A13B_FORMAT = _format(HUNYUAN_A13B, HunyuanA13bState)
