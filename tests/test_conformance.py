@@ -391,6 +391,14 @@ STREAM_AS_MESSAGE.update({_case_name(2231): _case_name(2230)})
 # seed_oss under "required": vLLM's message reads the content after the reasoning as a JSON
 # list of calls (2234, 2238: strict and not); its stream returns no call
 STREAM_AS_MESSAGE.update({_case_name(n): _case_name(n - 1) for n in (2235, 2239)})
+# granite_thinking_parser (granite-inkling, docs/vllm-compat/granite.md): on a vocabulary
+# without ChatML turn markers vLLM's stream judges from the prompt's <tool_call> (the tools'
+# system text) that reasoning has ended and streams it all as content; its message does not
+# read the prompt and splits the reasoning off (no tools: 5057; thinking off: 5035-5039); with
+# thinking off its stream keeps the newlines starting the content, its message drops them (5033)
+STREAM_AS_MESSAGE.update({_case_name(n): _case_name(n - 1)
+                          for n in (*range(5001, 5034, 2), *range(5041, 5066, 2))
+                          if n not in (5043, 5057)})
 # ... and messages where we differ on purpose, as for qwen3_coder, hermes and llama3_json:
 # whitespace before the content that precedes a call stays (vLLM strips it, which a stream
 # cannot know in time); a call cut off inside a parameter keeps the value read so far (vLLM:
@@ -861,6 +869,7 @@ ISSUE_19_20: dict[tuple[int, int], tuple[int, str]] = {
     (3800, 4199): (49 + 57 + 49 + 47, "phi4_mini_json, jamba, internlm, gigachat3"),
     (4200, 4599): (74 + 74, "ling3 4200-4273, hy_v3 4280-4353"),
     (4600, 4999): (84 + 58, "step5, holo2"),
+    (5000, 5399): (66, "granite_thinking_parser 5000-5065"),
 }
 """The recordings of issues 19 and 20 by number range: how many cases, of which names."""
 

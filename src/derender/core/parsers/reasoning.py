@@ -35,7 +35,7 @@ could still become a marker. Formats, as vLLM 0.33 names them:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from derender.core.decoding.markers import Finder, pending_prefix
 from derender.core.decoding.vocab import STAND_IN, Vocabulary
@@ -105,6 +105,12 @@ class ReasoningFormat:
     """olmo3: ``start`` is read only where the output starts (absorbed, opening reasoning) and
     is text anywhere else; the first ``end`` ends reasoning and after it no marker is read;
     the prompt's text ending with ``start`` starts the output inside reasoning."""
+    swaps_absent_only: bool = False
+    """With ``swaps``: only when no content was written at all (whitespace is content;
+    granite_thinking_parser's ``content_was_absent``)."""
+    strips_content_newlines: bool = False
+    """granite_thinking_parser: newlines starting the content are dropped (held by nothing: once
+    other content was written, ``ReasoningState.spoke``, newlines are content)."""
     opens_once: bool = False
     """minimax_m3: the first ``start`` in the content opens reasoning; once it ends no marker
     is read; an ``end`` opening the output (not started in reasoning) is dropped
@@ -137,6 +143,13 @@ FORMATS = {
                                    removed=CHATML_TURN, drops_late_end=True, honours_prompt=True,
                                    off_starts_content=True, strips_trailing_space=True,
                                    swaps=True),
+    # Granite 4.2 (granite-inkling): nemotron_v3 with the content's leading newlines dropped
+    # and the swap only when no content was written [5000-5065]
+    "granite_thinking_parser": ReasoningFormat(
+        "granite_thinking_parser", ends_implicitly=(TOOL_CALL,), removed=CHATML_TURN,
+        drops_late_end=True, honours_prompt=True, off_starts_content=True,
+        strips_trailing_space=True, swaps=True, swaps_absent_only=True,
+        strips_content_newlines=True),
     # DeepSeek V3/V3.1/V3.2: deepseek_r1's rules when the template kwargs turn thinking on
     # (``thinking`` or ``enable_thinking``; off by default), else none (``v3_thinking``)
     "deepseek_v3": ReasoningFormat("deepseek_v3", honours_switch=True),
@@ -183,6 +196,8 @@ class ReasoningState:
     space: str = ""
     stage: int = FRESH
     """``opens_once`` formats: ``FRESH``, ``BEFORE`` or ``AFTER`` (outside reasoning)."""
+    spoke: bool = False
+    """``strips_content_newlines`` formats: content other than newlines was written."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,8 +208,12 @@ class ReasoningDelta:
 
 def prompt_leaves_reasoning_open(vocab: Vocabulary, prompt_ids: Sequence[int] | None) -> bool:
     """qwen3: scanning the prompt backwards, ``</think>``/``<tool_call>`` close reasoning,
-    ``<think>``, a ChatML turn marker or the start leave it open."""
+    ``<think>``, a ChatML turn marker or the start leave it open. A vocabulary without the
+    ChatML turn markers leaves it open whatever the prompt (vLLM's ``set_prompt_token_ids``
+    reads the prompt only with turn boundaries; Granite's [5000])."""
     token_id = vocab.token_id
+    if all(token_id(m) is None for m in CHATML_TURN):
+        return True
     closing = {token_id(m) for m in (END_THINK, TOOL_CALL)} - {None}
     opening = {token_id(m) for m in (THINK, *CHATML_TURN)} - {None}
     for token in reversed(prompt_ids or ()):
@@ -300,15 +319,27 @@ def feed(fmt: ReasoningFormat, state: ReasoningState, text: str, final: bool,
     """Split new text; ``final`` releases what was held back. ``spell`` maps each marker to
     how it appears in the text (a stand-in character where it is a single token)."""
     delta, after = _split(fmt, state, text, final, spell)
+    if state.spoke:
+        after = replace(after, spoke=True)
     if not state.swap:
-        return delta, after
+        return _lstrip(fmt, delta, after)
     kept, space = state.kept + delta.reasoning, state.space + delta.content
-    if space.strip() or (not final and (len(kept) > MAX_SWAP or len(space) > MAX_HELD_SPACE)):
-        return ReasoningDelta(kept, space), after  # no swap: both go out as they are
+    written = space if fmt.swaps_absent_only else space.strip()
+    if written or (not final and (len(kept) > MAX_SWAP or len(space) > MAX_HELD_SPACE)):
+        return _lstrip(fmt, ReasoningDelta(kept, space), after)  # no swap: both go out
     if final:  # vLLM's extract_reasoning: blank content, so reasoning becomes the content
         return ReasoningDelta(space, kept), after
     return ReasoningDelta("", ""), ReasoningState(after.reasoning, after.held, True, kept, space,
                                                   after.stage)
+
+
+def _lstrip(fmt: ReasoningFormat, delta: ReasoningDelta, after: ReasoningState
+            ) -> tuple[ReasoningDelta, ReasoningState]:
+    """``strips_content_newlines``: the newlines starting the content dropped."""
+    if not fmt.strips_content_newlines or after.spoke or not delta.content:
+        return delta, after
+    content = delta.content.lstrip("\n")
+    return ReasoningDelta(delta.reasoning, content), replace(after, spoke=bool(content))
 
 
 def _split(fmt: ReasoningFormat, state: ReasoningState, text: str, final: bool,
@@ -395,7 +426,7 @@ def _strip_end(pieces: list[str]) -> None:
 def encode(state: ReasoningState, w: Writer) -> None:
     """The state after its phase flag (written by the stream state)."""
     w.text(state.held)
-    w.uint(int(state.swap) | state.stage << 1)
+    w.uint(int(state.swap) | state.stage << 1 | int(state.spoke) << 3)
     if state.swap:
         w.text(state.kept)
         w.text(state.space)
@@ -403,10 +434,10 @@ def encode(state: ReasoningState, w: Writer) -> None:
 
 def decode(reasoning: bool, r: Reader) -> ReasoningState:
     held, bits = r.text(), r.uint()
-    swap, stage = bits & 1, bits >> 1
-    if stage > AFTER:
+    swap, stage, spoke = bits & 1, bits >> 1 & 3, bits >> 3
+    if stage > AFTER or spoke > 1:
         raise ValueError("malformed reasoning state")
     if not swap:
-        return ReasoningState(reasoning, held, stage=stage)
+        return ReasoningState(reasoning, held, stage=stage, spoke=bool(spoke))
     kept, space = r.text(), r.text()
-    return ReasoningState(reasoning, held, True, kept, space, stage)
+    return ReasoningState(reasoning, held, True, kept, space, stage, bool(spoke))

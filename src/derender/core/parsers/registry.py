@@ -309,6 +309,8 @@ REASONING_RECORDS: tuple[ReasoningRecord, ...] = (
     _reasoning("step3p5", QWEN3_REASONING),
     _reasoning("seed_oss", CHATML),
     _reasoning("nemotron_v3", QWEN3_REASONING),
+    # Granite 4.2 (granite-inkling): nemotron_v3's with the content's leading newlines dropped
+    _reasoning("granite_thinking_parser", QWEN3_REASONING),
     _reasoning("deepseek_v3", (THINK, END_THINK), thinking=Thinking.KWARGS,
                switch=Ref(_REASONING, "v3_switch")),
     # holo2 is deepseek_v3's format, thinking on unless the kwargs say otherwise
