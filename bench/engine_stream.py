@@ -176,6 +176,11 @@ FORMATS = {
 FORMATS["holo2"] = Format("Holo2", "qwen3", "qwen3", "qwen3", "qwen3_coder", 151645,
                           FORMATS["step5"].head, FORMATS["step5"].tail, reasoning_parser="holo2",
                           folder=REPO / "layers" / "tokenizers" / "qwen3")
+# granite-inkling: Granite 4.2's reasoning (granite_thinking_parser) with qwen3_coder's calls
+FORMATS["granite-thinking"] = Format("Granite 4.2 thinking", "granite4-standin",
+                                     "granite4-standin", "granite4-standin", "qwen3_coder",
+                                     100257, FORMATS["step5"].head, FORMATS["step5"].tail,
+                                     reasoning_parser="granite_thinking_parser")
 
 
 def _folder(name: str) -> Path:

@@ -142,6 +142,8 @@ REASONING_TEMPLATES: dict[str, str] = {
     "olmo3": "<think>reasoning VALUE</think>answer",
 }
 """Text each reasoning parser reads markers in."""
+# granite-inkling: Granite 4.2's reasoning (nemotron_v3's markers; newlines open the content)
+REASONING_TEMPLATES["granite_thinking_parser"] = THINK + "\n\n  <tool_call>"
 
 PAIRS: tuple[tuple[str | None, str | None], ...] = (
     *((None, t) for t in TEMPLATES),
@@ -152,6 +154,8 @@ PAIRS: tuple[tuple[str | None, str | None], ...] = (
     ("deepseek_v4", "deepseek_v4"), ("deepseek_v41", "deepseek_v41"), ("glm47", "glm47"),
     ("minimax_m2", "minimax_m2"), ("minimax_m3", "minimax_m3"), ("step5", "step5"),
     ("holo2", "hermes"), ("ling3", "ling3"), ("hy_v3", "hy_v3"),
+    # granite-inkling
+    ("granite_thinking_parser", "qwen3_coder"),
 )
 """(reasoning parser, tool parser) pairings: every tool format and every reasoning parser
 alone, and each family's own pairing (step3p5 and nemotron_v3 with qwen3_coder, issue 22)."""
