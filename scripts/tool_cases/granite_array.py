@@ -15,9 +15,6 @@ The output is text, then ``<|tool_call|>`` or ``<tool_call>`` and a JSON list of
 ``{"name", "arguments"}`` objects, then maybe more text, then EOS, or none (finish "length").
 Every case is recorded non-streaming and streamed.
 
-Not served yet (branch granite-inkling recorded these cases once to learn vLLM's answers, then
-left the name in docs/formats.md "Not served yet": no fixture of this table is committed; what
-the recording showed is in docs/vllm-compat/granite.md, "`granite` (not served yet)").
 """
 
 from __future__ import annotations
