@@ -181,6 +181,12 @@ FORMATS["granite-thinking"] = Format("Granite 4.2 thinking", "granite4-standin",
                                      "granite4-standin", "granite4-standin", "qwen3_coder",
                                      100257, FORMATS["step5"].head, FORMATS["step5"].tail,
                                      reasoning_parser="granite_thinking_parser")
+# granite-inkling: Granite 3.x's JSON list (the granite tool parser alone)
+FORMATS["granite-array"] = Format("Granite 3 JSON list", "granite4-standin", "granite4-standin",
+                                  "granite4-standin", "granite", 100257,
+                                  '<tool_call> [{"name": "get_weather", "arguments": {"city": '
+                                  '"Lisbon", "notes": "', '"}}]', lead="content",
+                                  json_notes=True)
 
 
 def _folder(name: str) -> Path:

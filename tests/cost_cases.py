@@ -94,6 +94,9 @@ TEMPLATES: dict[str, str] = {
                   '"arguments": {"a": "VALUE", "n": 1}}'),
 }
 """One complete call per tool format, as the model writes it."""
+# granite-inkling: Granite 3.x's JSON list (an object that is no call dropped between calls)
+TEMPLATES["granite"] = ('Sure.\n<tool_call> [{"name": "NAME", "arguments": {"a": "VALUE", '
+                        '"n": 1}}, {"x": "VALUE"}, {"arguments": {}, "name": "NAME"}]')
 
 DSML_HEAD = '<｜DSML｜tool_calls>\n<｜DSML｜invoke name="f">\n'
 PARAMETERS: dict[str, tuple[str, str, str]] = {
