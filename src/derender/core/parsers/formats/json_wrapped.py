@@ -11,6 +11,9 @@ one call object. Each format is data (``Wrapper``) read by one machine:
 - ``gigachat3``: content, ``<|message_sep|>``, then ``function call<|role_sep|>\n`` or
   ``<|function_call|>`` and one object ``{"name", "arguments": {…}}`` (the arguments an
   object), the separator and its whitespace dropped when a call follows.
+- ``granite`` (Granite 3.x): ``<tool_call>`` or ``<|tool_call|>``, a list of
+  ``{"name", "arguments"}`` read as vLLM's parser engine reads it (``Wrapper.engine``;
+  docs/vllm-compat/granite.md).
 
 This machine serves streaming and non-streaming alike (docs/design.md, Parsers), with a small
 state:
