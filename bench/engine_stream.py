@@ -244,6 +244,17 @@ FORMATS["hunyuan_a13b"] = Format("Hunyuan-A13B", "hunyuan-a13b-standin", "hunyua
 FORMATS["holo2"] = Format("Holo2", "qwen3", "qwen3", "qwen3", "qwen3_coder", 151645,
                           FORMATS["step5"].head, FORMATS["step5"].tail, reasoning_parser="holo2",
                           folder=REPO / "layers" / "tokenizers" / "qwen3")
+# granite-inkling: Granite 4.2's reasoning (granite_thinking_parser) with qwen3_coder's calls
+FORMATS["granite-thinking"] = Format("Granite 4.2 thinking", "granite4-standin",
+                                     "granite4-standin", "granite4-standin", "qwen3_coder",
+                                     100257, FORMATS["step5"].head, FORMATS["step5"].tail,
+                                     reasoning_parser="granite_thinking_parser")
+# granite-inkling: Granite 3.x's JSON list (the granite tool parser alone)
+FORMATS["granite-array"] = Format("Granite 3 JSON list", "granite4-standin", "granite4-standin",
+                                  "granite4-standin", "granite", 100257,
+                                  '<tool_call> [{"name": "get_weather", "arguments": {"city": '
+                                  '"Lisbon", "notes": "', '"}}]', lead="content",
+                                  json_notes=True)
 
 
 def _folder(name: str) -> Path:

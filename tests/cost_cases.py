@@ -126,6 +126,9 @@ K3_CALL = ('<|open|>call tool="NAME"<|sep|><|open|>argument key="a" type="string
 TEMPLATES["kimi_k3"] = ("<|open|>response<|sep|>VALUE<|close|>response<|sep|><|open|>tools<|sep|>"
                         + K3_CALL + "<|close|>tools<|sep|><|close|>message<|sep|>")
 """One complete call per tool format, as the model writes it."""
+# granite-inkling: Granite 3.x's JSON list (an object that is no call dropped between calls)
+TEMPLATES["granite"] = ('Sure.\n<tool_call> [{"name": "NAME", "arguments": {"a": "VALUE", '
+                        '"n": 1}}, {"x": "VALUE"}, {"arguments": {}, "name": "NAME"}]')
 
 HF_TEMPLATE = {
     "start_anchor": "<|im_start|>assistant\n",
@@ -211,6 +214,8 @@ REASONING_TEMPLATES: dict[str, str] = {
     "hunyuan_a13b": "<think>\nreasoning VALUE\n</think>\n<answer>\nanswer VALUE ",
 }
 """Text each reasoning parser reads markers in."""
+# granite-inkling: Granite 4.2's reasoning (nemotron_v3's markers; newlines open the content)
+REASONING_TEMPLATES["granite_thinking_parser"] = THINK + "\n\n  <tool_call>"
 
 PAIRS: tuple[tuple[str | None, str | None], ...] = (
     *((None, t) for t in TEMPLATES),
@@ -227,6 +232,8 @@ PAIRS: tuple[tuple[str | None, str | None], ...] = (
     ("hf", "hf"), ("beam", "beam"),  # template branch
     ("muse", "muse"),  # muse branch
     ("ernie45", "ernie45"), ("hunyuan_a13b", "hunyuan_a13b"),  # wrapped2
+    # granite-inkling
+    ("granite_thinking_parser", "qwen3_coder"),
 )
 """(reasoning parser, tool parser) pairings: every tool format and every reasoning parser
 alone, and each family's own pairing (step3p5 and nemotron_v3 with qwen3_coder, issue 22),

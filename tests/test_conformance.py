@@ -434,6 +434,22 @@ STREAM_AS_MESSAGE.update({_case_name(2231): _case_name(2230)})
 # seed_oss under "required": vLLM's message reads the content after the reasoning as a JSON
 # list of calls (2234, 2238: strict and not); its stream returns no call
 STREAM_AS_MESSAGE.update({_case_name(n): _case_name(n - 1) for n in (2235, 2239)})
+# granite_thinking_parser (granite-inkling, docs/vllm-compat/granite.md): on a vocabulary
+# without ChatML turn markers vLLM's stream judges from the prompt's <tool_call> (the tools'
+# system text) that reasoning has ended and streams it all as content; its message does not
+# read the prompt and splits the reasoning off (no tools: 5057; thinking off: 5035-5039); with
+# thinking off its stream keeps the newlines starting the content, its message drops them (5033)
+STREAM_AS_MESSAGE.update({_case_name(n): _case_name(n - 1)
+                          for n in (*range(5001, 5034, 2), *range(5041, 5066, 2))
+                          if n not in (5043, 5057)})
+# granite (granite-inkling, docs/vllm-compat/granite.md): vLLM's streams keep the whitespace
+# ending the content before the calls (5117) and without tools (5155), send the text after the
+# calls (5119, 5147), the arguments "" for "arguments": "x" (5129) and no call under "required"
+# (5161); the messages strip, drop, read. Arguments written as a JSON string stay as written
+# (vLLM: the string's text), as granite4's (README compatibility)
+STREAM_AS_MESSAGE.update({_case_name(n): _case_name(n - 1)
+                          for n in (5117, 5119, 5129, 5147, 5155, 5161)})
+MESSAGE_DIFFERENCES.update({_case_name(5128): (None, [("get_weather", '"x"')], "tool_calls")})
 # ... and messages where we differ on purpose, as for qwen3_coder, hermes and llama3_json:
 # whitespace before the content that precedes a call stays (vLLM strips it, which a stream
 # cannot know in time); a call cut off inside a parameter keeps the value read so far (vLLM:
@@ -1022,6 +1038,7 @@ ISSUE_19_20: dict[tuple[int, int], tuple[int, str]] = {
     (7400, 7799): (144, "muse 7400-7519 (musespark1x is its alias), muse_glimmer 7520-7543 "
                         "(recorded ahead)"),
     (5400, 5799): (118 + 100, "ernie45 5400-5517, hunyuan_a13b 5520-5619"),
+    (5000, 5399): (66 + 72, "granite_thinking_parser 5000-5065, granite 5100-5171"),
 }
 """The recordings of issues 19 and 20 by number range: how many cases, of which names."""
 

@@ -78,7 +78,8 @@ def test_aliases_are_the_same_format() -> None:
     hermes, llama4_json llama3_json; step3p5's calls are qwen3_coder's grammar unchanged."""
     aliases = {alias: record.name for record in TOOL_RECORDS for alias in record.aliases}
     assert aliases == {"qwen3_xml": "qwen3_coder", "qwen3_json": "hermes",
-                       "llama4_json": "llama3_json", "step3p5": "qwen3_coder"}
+                       "llama4_json": "llama3_json", "step3p5": "qwen3_coder",
+                       "musespark1x": "muse"}  # (and Muse Spark's alias, issue 20)
     assert set(aliases) <= parsers.TOOL_PARSERS
     assert not set(aliases) & {record.name for record in TOOL_RECORDS}  # no tag of their own
     request = ChatRequest.model_validate({"messages": [{"role": "user", "content": "x"}],
@@ -335,7 +336,7 @@ def test_garbage_states_are_refused() -> None:
             except (ValueError, IndexError, UnicodeDecodeError):
                 continue
     with pytest.raises(ValueError, match="malformed reasoning"):
-        reasoning.decode(False, Reader(bytes([0, (reasoning.AFTER + 1) << 1])))  # no such stage
+        reasoning.decode(False, Reader(bytes([0, 1 << 5])))  # no such flag
     with pytest.raises(ValueError, match="malformed MimoState"):
         MIMO.decode(Reader(bytes([99, 0, 0, 0, 0, 0, 0, 0])))
 

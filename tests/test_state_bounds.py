@@ -66,8 +66,11 @@ def outputs(draw: st.DrawFn, reasoning_parser: str | None, tool_parser: str | No
 
 
 CASES = [(r, t, False) for r, t in PAIRS] + [("nemotron_v3", None, True),
-                                             ("nemotron_v3", "qwen3_coder", True)]
-"""Every pairing; nemotron_v3 also with content forced (its swap holds reasoning)."""
+                                             ("nemotron_v3", "qwen3_coder", True),
+                                             # granite-inkling
+                                             ("granite_thinking_parser", "qwen3_coder", True)]
+"""Every pairing; nemotron_v3 and granite_thinking_parser also with content forced (their swap
+holds reasoning)."""
 IDS = [pairing_name(r, t) + ("+force-content" if f else "") for r, t, f in CASES]
 
 

@@ -71,6 +71,9 @@ def matches(old: Any, new: Any) -> bool:
             if (new.get("answer"), new.get("mark")) != (0, 0):
                 return False
             new = {k: v for k, v in new.items() if k not in ("answer", "mark")}
+        if new.get("type") == "ReasoningState" and "spoke" not in old and new.get("spoke") is False:
+            # granite-inkling's ``spoke`` bit: absent from earlier states, read as False
+            new = {k: v for k, v in new.items() if k != "spoke"}
         return old.keys() == new.keys() and all(matches(old[k], new[k]) for k in old)
     if isinstance(old, list) and isinstance(new, list):
         return len(old) == len(new) and all(matches(a, b) for a, b in zip(old, new, strict=True))

@@ -121,6 +121,12 @@ class ReasoningFormat:
     reasoning (False: the prompt is not read)."""
     response: tuple[str, ...] = ()
     """ernie45: the content's answer markers (``_answer``); empty: none."""
+    swaps_absent_only: bool = False
+    """With ``swaps``: only when no content was written at all (whitespace is content;
+    granite_thinking_parser's ``content_was_absent``)."""
+    strips_content_newlines: bool = False
+    """granite_thinking_parser: newlines starting the content are dropped (held by nothing: once
+    other content was written, ``ReasoningState.spoke``, newlines are content)."""
     opens_once: bool = False
     """minimax_m3: the first ``start`` in the content opens reasoning; once it ends no marker
     is read; an ``end`` opening the output (not started in reasoning) is dropped
@@ -155,6 +161,13 @@ FORMATS = {
                                    removed=CHATML_TURN, drops_late_end=True, honours_prompt=True,
                                    off_starts_content=True, strips_trailing_space=True,
                                    swaps=True),
+    # Granite 4.2 (granite-inkling): nemotron_v3 with the content's leading newlines dropped
+    # and the swap only when no content was written [5000-5065]
+    "granite_thinking_parser": ReasoningFormat(
+        "granite_thinking_parser", ends_implicitly=(TOOL_CALL,), removed=CHATML_TURN,
+        drops_late_end=True, honours_prompt=True, off_starts_content=True,
+        strips_trailing_space=True, swaps=True, swaps_absent_only=True,
+        strips_content_newlines=True),
     # DeepSeek V3/V3.1/V3.2: deepseek_r1's rules when the template kwargs turn thinking on
     # (``thinking`` or ``enable_thinking``; off by default), else none (``v3_thinking``)
     "deepseek_v3": ReasoningFormat("deepseek_v3", honours_switch=True),
@@ -219,6 +232,8 @@ class ReasoningState:
     """``response`` formats: where the content stands (``PRE``, ``IN``, ``POST``, ``PLAIN``,
     ``OPEN``), its held text in ``kept`` (``mark``: where the answer begins in it)."""
     mark: int = 0
+    spoke: bool = False
+    """``strips_content_newlines`` formats: content other than newlines was written."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -229,8 +244,12 @@ class ReasoningDelta:
 
 def prompt_leaves_reasoning_open(vocab: Vocabulary, prompt_ids: Sequence[int] | None) -> bool:
     """qwen3: scanning the prompt backwards, ``</think>``/``<tool_call>`` close reasoning,
-    ``<think>``, a ChatML turn marker or the start leave it open."""
+    ``<think>``, a ChatML turn marker or the start leave it open. A vocabulary without the
+    ChatML turn markers leaves it open whatever the prompt (vLLM's ``set_prompt_token_ids``
+    reads the prompt only with turn boundaries; Granite's [5000])."""
     token_id = vocab.token_id
+    if all(token_id(m) is None for m in CHATML_TURN):
+        return True
     closing = {token_id(m) for m in (END_THINK, TOOL_CALL)} - {None}
     opening = {token_id(m) for m in (THINK, *CHATML_TURN)} - {None}
     for token in reversed(prompt_ids or ()):
@@ -337,6 +356,8 @@ def feed(fmt: ReasoningFormat, state: ReasoningState, text: str, final: bool,
     """Split new text; ``final`` releases what was held back. ``spell`` maps each marker to
     how it appears in the text (a stand-in character where it is a single token)."""
     delta, after = _split(fmt, state, text, final, spell)
+    if state.spoke:
+        after = replace(after, spoke=True)
     if fmt.holds_reasoning:
         return _held(fmt, state, delta, after, final, spell)
     if fmt.response and (delta.content or state.kept or final):
@@ -348,10 +369,11 @@ def feed(fmt: ReasoningFormat, state: ReasoningState, text: str, final: bool,
         return delta, ReasoningState(after.reasoning, after.held, answer=state.answer,
                                      kept=state.kept, mark=state.mark, stage=after.stage)
     if not state.swap:
-        return delta, after
+        return _lstrip(fmt, delta, after)
     kept, space = state.kept + delta.reasoning, state.space + delta.content
-    if space.strip() or (not final and (len(kept) > MAX_SWAP or len(space) > MAX_HELD_SPACE)):
-        return ReasoningDelta(kept, space), after  # no swap: both go out as they are
+    written = space if fmt.swaps_absent_only else space.strip()
+    if written or (not final and (len(kept) > MAX_SWAP or len(space) > MAX_HELD_SPACE)):
+        return _lstrip(fmt, ReasoningDelta(kept, space), after)  # no swap: both go out
     if final:  # vLLM's extract_reasoning: blank content, so reasoning becomes the content
         return ReasoningDelta(space, kept), after
     return ReasoningDelta("", ""), ReasoningState(after.reasoning, after.held, True, kept, space,
@@ -449,6 +471,15 @@ def _held(fmt: ReasoningFormat, state: ReasoningState, delta: ReasoningDelta,
     return ReasoningDelta("", content if end < 0 else content[:end]), replace(after, kept="")
 
 
+def _lstrip(fmt: ReasoningFormat, delta: ReasoningDelta, after: ReasoningState
+            ) -> tuple[ReasoningDelta, ReasoningState]:
+    """``strips_content_newlines``: the newlines starting the content dropped."""
+    if not fmt.strips_content_newlines or after.spoke or not delta.content:
+        return delta, after
+    content = delta.content.lstrip("\n")
+    return ReasoningDelta(delta.reasoning, content), replace(after, spoke=bool(content))
+
+
 def _split(fmt: ReasoningFormat, state: ReasoningState, text: str, final: bool,
            spell: Mapping[str, str]) -> tuple[ReasoningDelta, ReasoningState]:
     spell = {m: spell.get(m, m) for m in (fmt.start, fmt.end, *fmt.ends_implicitly,
@@ -537,7 +568,7 @@ def encode(state: ReasoningState, w: Writer) -> None:
     """The state after its phase flag (written by the stream state)."""
     w.text(state.held)
     answering = bool(state.answer or state.kept) and not state.swap
-    w.uint(int(state.swap) | state.stage << 1 | answering << 3)
+    w.uint(int(state.swap) | state.stage << 1 | answering << 3 | int(state.spoke) << 4)
     if state.swap:
         w.text(state.kept)
         w.text(state.space)
@@ -549,15 +580,16 @@ def encode(state: ReasoningState, w: Writer) -> None:
 
 def decode(reasoning: bool, r: Reader) -> ReasoningState:
     held, bits = r.text(), r.uint()
-    swap, stage, answering = bits & 1, bits >> 1 & 3, bits >> 3
-    if stage > DROPPED or answering > 1 or (swap and answering):
+    swap, stage, answering, spoke = bits & 1, bits >> 1 & 3, bits >> 3 & 1, bits >> 4
+    if stage > DROPPED or spoke > 1 or (swap and answering):
         raise ValueError("malformed reasoning state")
     if answering:
         answer, kept, mark = r.uint(), r.text(), r.uint()
         if answer > OPEN or mark > len(kept):
             raise ValueError("malformed reasoning state")
-        return ReasoningState(reasoning, held, kept=kept, stage=stage, answer=answer, mark=mark)
+        return ReasoningState(reasoning, held, kept=kept, stage=stage, answer=answer, mark=mark,
+                              spoke=bool(spoke))
     if not swap:
-        return ReasoningState(reasoning, held, stage=stage)
+        return ReasoningState(reasoning, held, stage=stage, spoke=bool(spoke))
     kept, space = r.text(), r.text()
-    return ReasoningState(reasoning, held, True, kept, space, stage)
+    return ReasoningState(reasoning, held, True, kept, space, stage, spoke=bool(spoke))

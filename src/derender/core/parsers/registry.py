@@ -291,6 +291,10 @@ TOOL_RECORDS: tuple[ToolRecord, ...] = (
     _own("jamba", "json_wrapped", "JAMBA_FORMAT", 81, markers=(JAMBA_CALLS,)),
     _own("internlm", "json_wrapped", "INTERNLM_FORMAT", 82, markers=INTERNLM_ACTION),
     _own("gigachat3", "json_wrapped", "GIGACHAT3_FORMAT", 83, markers=GIGACHAT3_MARKERS),
+    # granite-inkling: Granite 3.x's JSON list after <tool_call> or <|tool_call|> (vLLM's
+    # engine: calls read under "none" and without tools)
+    _own("granite", "json_wrapped", "GRANITE_FORMAT", 110, markers=(TOOL_CALL,), under_none=True,
+         without_tools=_AS_CALLED),
     _engine("deepseek_v32", "dsml", "V32", 50, "deepseek_v32", markers=(DSML,), reads=_EVERY),
     _engine("deepseek_v4", "dsml", "V4", 51, "deepseek_v4", markers=(DSML, THINK, END_THINK),
             reads=_EVERY),
@@ -364,6 +368,8 @@ REASONING_RECORDS: tuple[ReasoningRecord, ...] = (
     _reasoning("step3p5", QWEN3_REASONING),
     _reasoning("seed_oss", CHATML),
     _reasoning("nemotron_v3", QWEN3_REASONING),
+    # Granite 4.2 (granite-inkling): nemotron_v3's with the content's leading newlines dropped
+    _reasoning("granite_thinking_parser", QWEN3_REASONING),
     _reasoning("deepseek_v3", (THINK, END_THINK), thinking=Thinking.KWARGS,
                switch=Ref(_REASONING, "v3_switch")),
     # holo2 is deepseek_v3's format, thinking on unless the kwargs say otherwise

@@ -11,6 +11,9 @@ one call object. Each format is data (``Wrapper``) read by one machine:
 - ``gigachat3``: content, ``<|message_sep|>``, then ``function call<|role_sep|>\n`` or
   ``<|function_call|>`` and one object ``{"name", "arguments": {…}}`` (the arguments an
   object), the separator and its whitespace dropped when a call follows.
+- ``granite`` (Granite 3.x): ``<tool_call>`` or ``<|tool_call|>``, a list of
+  ``{"name", "arguments"}`` read as vLLM's parser engine reads it (``Wrapper.engine``;
+  docs/vllm-compat/granite.md).
 
 This machine serves streaming and non-streaming alike (docs/design.md, Parsers), with a small
 state:
@@ -60,6 +63,7 @@ from derender.core.parsers.primitives import (
     leads_content,
     merge,
     scan_bits,
+    split_space,
     unpack_scan,
 )
 from derender.core.parsers.tools import ToolCallDelta, ToolContext, ToolFormat, ToolState
@@ -97,6 +101,12 @@ class Wrapper:
     """The arguments of a call object with a name and none of ``keys`` (None: no call)."""
     parts: tuple[str, ...] = ()
     """The markers the opener is made of, each spelled on its own (else the opener is one)."""
+    engine: bool = False
+    """vLLM's parser engine reads the list (``granite``, ``tool_call_body_array``): with calls
+    returned the whitespace ending the content before the list is dropped (held meanwhile, up
+    to ``MAX_LEADING_SPACE``) and text after them too, but another opener starts more calls;
+    an opener without a list, or with an empty one, is dropped (not content); an object
+    element that is no call is dropped; any other element ends the list, its text content."""
 
     @property
     def head(self) -> re.Pattern[str]:
@@ -120,6 +130,8 @@ GIGACHAT3 = Wrapper("gigachat3", "<|function_call|>", ("arguments",), single=Tru
                     object_args=True)
 HUNYUAN_A13B = Wrapper("hunyuan_a13b", "<tool_calls>", ("arguments",), bracket=True)
 """``hunyuan_a13b`` (wrapped2): jamba's grammar as Hunyuan-A13B writes it (the markers text)."""
+GRANITE = Wrapper("granite", "<tool_call>", ("arguments",), bracket=True,
+                  alt=("<|tool_call|>",), empty="{}", engine=True)
 REQUIRED = Wrapper("required", "[", ("parameters",))
 """vLLM's JSON path under ``tool_choice`` "required": a list of ``{"name", "parameters"}``."""
 _REQUIRED_HEAD = REQUIRED.head
@@ -144,6 +156,8 @@ class Mode(IntEnum):
     """After an opener whose ``[`` follows it (``Wrapper.bracket``)."""
     SKIP = 8
     """After a single call's opener: text up to its ``{`` (``Wrapper.single``)."""
+    SKIP_ELEMENT = 9
+    """An object element that is no call, skipped to its end (``Wrapper.engine``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,6 +190,9 @@ def feed(wrapper: Wrapper, state: W, text: str, final: bool, context: ToolContex
     object_args = wrapper.object_args and not required
     head = _REQUIRED_HEAD if required else wrapper.head
     keys = REQUIRED.keys if required else wrapper.keys
+    engine = wrapper.engine and not required
+    quiet = engine and context.keep
+    """Calls are returned: content before them stripped, after them dropped."""
     buffer = state.held + text
     finder = Finder(buffer)
     mode, calls, spoke, scanner = state.mode, state.calls, state.spoke, state.scan
@@ -206,6 +223,11 @@ def feed(wrapper: Wrapper, state: W, text: str, final: bool, context: ToolContex
                     held = buffer[at:]
                     break
                 out, held, spoke = leading_text(buffer, openers, final, spoke, False)
+                if quiet and calls:
+                    out = ""  # after the calls: dropped
+                elif quiet and not final and spoke:  # its whitespace may end it before a call
+                    out, space_ = split_space(out, MAX_LEADING_SPACE)
+                    held = space_ + held
                 content.append(out)
                 break
             before = buffer[:found[0]]
@@ -214,10 +236,13 @@ def feed(wrapper: Wrapper, state: W, text: str, final: bool, context: ToolContex
             if cut >= 0 and not before[cut + len(sep):].strip():
                 # the separator and its whitespace: dropped with a call, content without
                 before, dropped = before[:cut], before[cut:]
-            if leads_content(before, spoke):
-                content.append(before)
+            if quiet and calls:
+                before = ""  # after the calls: dropped
+            elif leads_content(before, spoke):
+                body = before.rstrip() if quiet else before
+                content.append(body)
                 spoke = True
-                before = ""
+                before = before[len(body):]
             space = before + dropped + found[1]
             mode = Mode.LIST if wrapper.bracket else Mode.SKIP if skip_to else Mode.HEAD
             buffer = buffer[found[0] + len(found[1]):]
@@ -241,11 +266,17 @@ def feed(wrapper: Wrapper, state: W, text: str, final: bool, context: ToolContex
                 held = buffer
                 break
             else:  # no list: the opener is content, read on after it
-                content.append(space)
+                content.append(_unopened(space, openers) if engine else space)
                 spoke, mode, space = True, Mode.CONTENT, ""
+                if engine:  # whitespace after the opener is the list's: dropped
+                    buffer = body
         elif mode == Mode.HEAD:
             body = buffer.lstrip(JSON_SPACE)
             if body[:1] == "]" and not single:
+                if engine:  # an empty list: dropped, reading goes on after it
+                    content.append(_unopened(space, openers))
+                    mode, buffer, space = Mode.CONTENT, body[1:], ""
+                    continue
                 mode, buffer, space = Mode.AFTER, body[1:], ""
                 continue
             match = head.match(body)
@@ -274,6 +305,20 @@ def feed(wrapper: Wrapper, state: W, text: str, final: bool, context: ToolContex
                 deltas.append(ToolCallDelta(calls, *call))
                 calls += 1
                 mode, buffer, space = Mode.AFTER if single else Mode.SEP, body[end:], ""
+                continue
+            if engine and body[:1] == "{":  # an object that is no call: dropped
+                content.append(_unopened(space, openers))  # (before it: content, as written)
+                space = ""
+                if end is None and (final or len(body) >= MAX_HEAD):
+                    mode, buffer, scanner = Mode.SKIP_ELEMENT, body, ValueScan()
+                    continue
+                mode, buffer = Mode.SEP, body[end:]
+                continue
+            if engine:  # the list ends; the text from here on is content
+                content.append(_unopened(space, openers))
+                spoke, mode, buffer, space = spoke or bool(space), Mode.CONTENT, body, ""
+                if not body:
+                    break
                 continue
             if calls or required:  # after the calls, what is not a call ends them
                 mode, buffer = Mode.AFTER, ""
@@ -306,15 +351,34 @@ def feed(wrapper: Wrapper, state: W, text: str, final: bool, context: ToolContex
             body = buffer.lstrip(JSON_SPACE)
             if not body:
                 break
+            if engine and body[0] != ",":  # "]" ends the list, "{" starts an element
+                mode = Mode.HEAD if body[0] == "{" else Mode.CONTENT
+                buffer = body[1:] if body[0] == "]" else body
+                continue
             mode = Mode.HEAD if body[0] == "," else Mode.AFTER
             buffer = body[1:]
+        elif mode == Mode.SKIP_ELEMENT:
+            end, after = scan(scanner, buffer)
+            if end is None:
+                scanner = after
+                break
+            mode, buffer, scanner = Mode.SEP, buffer[end:], ValueScan()
         else:  # AFTER
             break
+    if engine and final and mode in (Mode.LIST, Mode.HEAD) and space:  # an opener, no call
+        content.append(_unopened(space, openers))
     if mode in (Mode.LIST, Mode.SKIP, Mode.HEAD) and space and not final:
         # waits: read again from before the wrapper
         mode, held = Mode.CONTENT, space + held
     return ("".join(content), merge(deltas),
             replace(state, mode=mode, held=held, calls=calls, spoke=spoke, scan=scanner))
+
+
+def _unopened(space: str, openers: tuple[str, ...]) -> str:
+    """``space`` (the whitespace before an opener, the opener and what of the list was read)
+    less the opener and what follows it."""
+    return space[:max((space.rfind(opener) for opener in openers), default=-1)] \
+        if any(opener in space for opener in openers) else space
 
 
 def _sep_hold(buffer: str, sep: str, openers: tuple[str, ...]) -> int | None:
@@ -416,3 +480,8 @@ class HunyuanA13bState(WrappedState):
 
 
 HUNYUAN_A13B_FORMAT = _format(HUNYUAN_A13B, HunyuanA13bState)
+class GraniteState(WrappedState):
+    pass
+
+
+GRANITE_FORMAT = _format(GRANITE, GraniteState)
