@@ -216,6 +216,16 @@ STREAM_AS_MESSAGE = {
     "4315-hy_v3-chat-stream-truncated-one": "4314-hy_v3-chat-truncated",
     "4345-hy_v3-chat-stream-effort_tool-small": "4344-hy_v3-chat-effort_tool",
     "4347-hy_v3-chat-stream-effort_open_tag-small": "4346-hy_v3-chat-effort_open_tag",
+    # plamo3 streams (issue 19, branch qwen2): arguments stream as written (the message types
+    # them and strips them; empty: "{}"), names stream unstripped, text after the calls
+    # streams, a call named without arguments is not streamed
+    "6609-plamo3-chat-stream-typed_strings-small": "6608-plamo3-chat-typed_strings",
+    "6613-plamo3-chat-stream-spaced_json-small": "6612-plamo3-chat-spaced_json",
+    "6615-plamo3-chat-stream-no_args-one": "6614-plamo3-chat-no_args",
+    "6621-plamo3-chat-stream-content_after-small": "6620-plamo3-chat-content_after",
+    "6689-plamo3-chat-stream-piece_in_name-small": "6688-plamo3-chat-piece_in_name",
+    "6695-plamo3-chat-stream-name_no_args-small": "6694-plamo3-chat-name_no_args",
+    "6697-plamo3-chat-stream-args_then_text-small": "6696-plamo3-chat-args_then_text",
     # kimi_k2 streams empty arguments as "" (the message: "{}")
     "1074-kimi_k2-chat-stream-empty_args-one": "1073-kimi_k2-chat-empty_args",
     # gemma4 streams keep the content around the calls as written (the "\n" before a call,
@@ -861,6 +871,7 @@ ISSUE_19_20: dict[tuple[int, int], tuple[int, str]] = {
     (3800, 4199): (49 + 57 + 49 + 47, "phi4_mini_json, jamba, internlm, gigachat3"),
     (4200, 4599): (74 + 74, "ling3 4200-4273, hy_v3 4280-4353"),
     (4600, 4999): (84 + 58, "step5, holo2"),
+    (6600, 6999): (120, "plamo3 6600-6719"),
 }
 """The recordings of issues 19 and 20 by number range: how many cases, of which names."""
 

@@ -60,7 +60,8 @@ def test_every_format_is_registered_with_its_own_tag_and_state() -> None:
             "qwen3_coder", "mimo", "seed_oss", "deepseek_v32", "deepseek_v4", "deepseek_v41",
             "glm45", "glm47", "kimi_k2", "gemma4", "minimax_m2", "minimax_m3", "granite4",
             "granite-20b-fc", "longcat", "step5", "ling3", "hy_v3",
-            "llama4_pythonic", "olmo3", "phi4_mini_json", "jamba", "internlm", "gigachat3"} == set(
+            "llama4_pythonic", "olmo3", "phi4_mini_json", "jamba", "internlm", "gigachat3",
+            "plamo3"} == set(
                 {r.name for r in TOOL_RECORDS if r.tag is not None})
     own = [r.name for r in TOOL_RECORDS if r.machine is Machine.OWN]
     assert len({parsers.tool_format(name).state_type for name in own}) == len(own)
@@ -81,7 +82,7 @@ def test_engine_formats_pair_with_their_family() -> None:
     reasoning parser alone no calls (tool tags are text: 1310-1316, 1328-1334). An engine
     reasoning parser with another family's tool parser is refused (not recorded)."""
     engine_formats = {"deepseek_v32", "deepseek_v4", "deepseek_v41", "glm45", "glm47",
-                      "minimax_m2", "minimax_m3", "ling3", "hy_v3"}
+                      "minimax_m2", "minimax_m3", "ling3", "hy_v3", "plamo3"}
     assert engine_formats == {r.name for r in TOOL_RECORDS if r.machine is Machine.ENGINE}
     modes = {("deepseek_v4", "deepseek_v4"): "both", ("deepseek_v41", "deepseek_v41"): "both",
              ("glm45", "glm45"): "both", ("glm47", "glm47"): "both", ("glm45", "glm47"): "both",
@@ -101,7 +102,10 @@ def test_engine_formats_pair_with_their_family() -> None:
              ("qwen3", "ling3"): "foreign",
              # hy_v3 (issue 19): an ordinary reasoning parser reads first, as minimax_m3's
              ("hy_v3", "hy_v3"): "foreign", (None, "hy_v3"): "tools", ("hy_v3", None): None,
-             ("hy_v3", "glm47"): "foreign", ("qwen3", "hy_v3"): "foreign"}
+             ("hy_v3", "glm47"): "foreign", ("qwen3", "hy_v3"): "foreign",
+             # plamo3 (issue 19, branch qwen2): its own family (cases 6600-6719)
+             ("plamo3", "plamo3"): "both", (None, "plamo3"): "tools",
+             ("plamo3", None): "reasoning", ("qwen3", "plamo3"): "foreign"}
     for pair, mode in modes.items():
         assert parsers.pairing_error(*pair) is None, pair
         assert parsers.engine_mode(*pair) == mode, pair

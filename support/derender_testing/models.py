@@ -28,6 +28,7 @@ from derender_testing.tokenizer_variants import (
     derive_mistral_tools_v3,
     derive_olmo3_standin,
     derive_phi4_standin,
+    derive_plamo3_standin,
     gunzip_tokenizer,
 )
 
@@ -42,7 +43,9 @@ MODEL_NAMES = ("qwen3", "mistral-7b", "deepseek-v4", "gpt2", "llama3.1", "llama3
                "minimax-m2.7", "minimax-m3", "kimi-k2-standin", "gemma4-standin",
                "granite4-standin", "hy3-standin",
                "olmo3-standin", "phi4-mini-standin", "jamba-standin",
-               "internlm2-standin", "gigachat3-standin")
+               "internlm2-standin", "gigachat3-standin",
+               # branch qwen2
+               "plamo3-standin")
 DERIVED = {"llama3.1-tools": ("llama3.1", derive_llama31_tools),
            "mistral-tools": ("mistral-7b", derive_mistral_tools),
            "mistral-tools-v3": ("mistral-7b", derive_mistral_tools_v3),
@@ -64,7 +67,9 @@ DERIVED = {"llama3.1-tools": ("llama3.1", derive_llama31_tools),
            "phi4-mini-standin": ("gpt-oss", derive_phi4_standin),
            "jamba-standin": ("gpt2", derive_jamba_standin),
            "internlm2-standin": ("gpt2", derive_internlm2_standin),
-           "gigachat3-standin": ("gpt2", derive_gigachat3_standin)}
+           "gigachat3-standin": ("gpt2", derive_gigachat3_standin),
+           # branch qwen2
+           "plamo3-standin": ("gpt2", derive_plamo3_standin)}
 """Test models whose tokenizer files are derived from another's (``tokenizer_variants``)."""
 
 

@@ -353,6 +353,10 @@ def parser_settings(reasoning_parser: str | None, tool_parser: str | None,
           else template_thinking(request))
     thinking = on if engine_reasoning else (
         reasoning.switched_on(fmt, request.chat_template_kwargs or {}, on) if fmt else on)
+    engine_thinking = engine_reasoning and thinking
+    if mode == TOOLS and tool is not None and tools:
+        switch = engine_config(tool.name).tools_think  # the tools alone read think markers
+        engine_thinking = switch is not None and switch(template_kwargs(request))
     return ParserSettings(
         reasoning=fmt, thinking=template_thinking(request) if engine_reasoning else thinking,
         tool_format=tool_parser if tools else None,
@@ -363,7 +367,7 @@ def parser_settings(reasoning_parser: str | None, tool_parser: str | None,
         spell=vocab.spellings(MARKUP),
         request_tools=tuple(request.tools or ()) if tools else (),
         force_content=forces_content(request), as_called=as_called,
-        engine_thinking=engine_reasoning and thinking,
+        engine_thinking=engine_thinking,
         engine_mode=mode or BOTH,
     )
 

@@ -284,6 +284,8 @@ TOOL_RECORDS: tuple[ToolRecord, ...] = (
             reads=_EVERY),
     _engine("minimax_m3", "minimax", "M3", 56, "minimax_m3", markers=(MINIMAX_M3_NS,),
             reads=Reads.WITH_CALLS),
+    # branch qwen2 (issue 19): PLaMo 3 (tags 150-159)
+    _engine("plamo3", "plamo3", "PLAMO3", 150, "plamo3", reads=_EVERY),
     ToolRecord("openai", None, Machine.HARMONY, None),
 )
 """The tool-call formats."""
@@ -331,6 +333,8 @@ REASONING_RECORDS: tuple[ReasoningRecord, ...] = (
     _engine_reasoning("glm47", "glm", "glm47", "glm", "thinking"),
     _engine_reasoning("ling3", "ling3", "ling3", "glm", "thinking"),
     _engine_reasoning("minimax_m2", "minimax_m2", "minimax_m2", "minimax", "m2_thinking"),
+    # branch qwen2 (issue 19)
+    _engine_reasoning("plamo3", "plamo3", "plamo3", "plamo3", "thinking"),
     ReasoningRecord("openai_gptoss", Machine.HARMONY),
 )
 """The reasoning formats."""
