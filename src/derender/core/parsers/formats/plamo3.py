@@ -32,8 +32,10 @@ from typing import Any
 from derender.core.parsers.engine import (
     ARGS,
     BETWEEN,
+    CALL_OPEN,
     CONTENT,
     END,
+    GHOST,
     MAX_SPACE,
     MAX_VALUE,
     NAME,
@@ -137,6 +139,8 @@ class RawJsonArgs:
 
     def enter(self, run: _Run, terminal: str) -> None:
         run.sub, run.acc = self.RAW, ""
+        if not run.has(CALL_OPEN):  # arguments of no named call: read, not returned
+            run.set(GHOST)
 
     def read(self, run: _Run, region: str, ended: bool) -> int:
         if run.sub == self.RAW:
