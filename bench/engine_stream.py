@@ -172,6 +172,16 @@ FORMATS = {
                         "gigachat3-standin", "gigachat3", 50256,
                         '<|function_call|>{"name": "get_weather", "arguments": '
                         '{"city": "Lisbon", "notes": "', '"}}', lead="content", json_notes=True),
+    # plamo3 (issue 19, branch qwen2): every marker several ids; the notes run past the
+    # arguments' hold (1,024 characters), so they stream as written from there
+    "plamo3": Format("PLaMo 3", "plamo3-standin", "plamo3-standin", "plamo3-standin", "plamo3",
+                     50260,
+                     "<|plamo:end_think:plamo|><|plamo:begin_tool_requests:plamo|>"
+                     "<|plamo:begin_tool_request:plamo|><|plamo:begin_tool_name:plamo|>"
+                     "get_weather<|plamo:end_tool_name:plamo|><|plamo:begin_tool_arguments:"
+                     'plamo|><|plamo:constrain|>json<|plamo:msg|>{"city": "Lisbon", "notes": "',
+                     '"}<|plamo:end_tool_arguments:plamo|><|plamo:end_tool_request:plamo|>'
+                     "<|plamo:end_tool_requests:plamo|>", json_notes=True),
 }
 FORMATS["holo2"] = Format("Holo2", "qwen3", "qwen3", "qwen3", "qwen3_coder", 151645,
                           FORMATS["step5"].head, FORMATS["step5"].tail, reasoning_parser="holo2",

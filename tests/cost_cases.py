@@ -92,6 +92,12 @@ TEMPLATES: dict[str, str] = {
                  '"n": 1}}<|action_end|>'),
     "gigachat3": ('Sure.<|message_sep|>\n\nfunction call<|role_sep|>\n{"name": "NAME", '
                   '"arguments": {"a": "VALUE", "n": 1}}'),
+    # issue 19, branch qwen2: PLaMo 3
+    "plamo3": ("<|plamo:begin_tool_requests:plamo|><|plamo:begin_tool_request:plamo|>"
+               "<|plamo:begin_tool_name:plamo|>NAME<|plamo:end_tool_name:plamo|>"
+               "<|plamo:begin_tool_arguments:plamo|><|plamo:constrain|>json<|plamo:msg|>"
+               '{"a": "VALUE", "n": "1"}<|plamo:end_tool_arguments:plamo|>'
+               "<|plamo:end_tool_request:plamo|><|plamo:end_tool_requests:plamo|>"),
 }
 """One complete call per tool format, as the model writes it."""
 
@@ -140,6 +146,8 @@ REASONING_TEMPLATES: dict[str, str] = {
     "holo2": THINK, "ling3": THINK, "hy_v3": THINK,
     "minimax_m2": THINK + "<minimax:tool_call>",
     "olmo3": "<think>reasoning VALUE</think>answer",
+    # branch qwen2
+    "plamo3": "reasoning VALUE<|plamo:end_think:plamo|>answer<|plamo:begin_",
 }
 """Text each reasoning parser reads markers in."""
 
@@ -152,6 +160,7 @@ PAIRS: tuple[tuple[str | None, str | None], ...] = (
     ("deepseek_v4", "deepseek_v4"), ("deepseek_v41", "deepseek_v41"), ("glm47", "glm47"),
     ("minimax_m2", "minimax_m2"), ("minimax_m3", "minimax_m3"), ("step5", "step5"),
     ("holo2", "hermes"), ("ling3", "ling3"), ("hy_v3", "hy_v3"),
+    ("plamo3", "plamo3"),  # branch qwen2
 )
 """(reasoning parser, tool parser) pairings: every tool format and every reasoning parser
 alone, and each family's own pairing (step3p5 and nemotron_v3 with qwen3_coder, issue 22)."""
