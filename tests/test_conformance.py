@@ -226,6 +226,26 @@ STREAM_AS_MESSAGE = {
     "6689-plamo3-chat-stream-piece_in_name-small": "6688-plamo3-chat-piece_in_name",
     "6695-plamo3-chat-stream-name_no_args-small": "6694-plamo3-chat-name_no_args",
     "6697-plamo3-chat-stream-args_then_text-small": "6696-plamo3-chat-args_then_text",
+    # minicpmv streams (issue 19, branch qwen2): vLLM streams the reasoning as content
+    # (<think> blocks included) and its markers, escapes recovered
+    "6801-minicpmv-chat-stream-tool-small": "6800-minicpmv-chat-tool",
+    "6803-minicpmv-chat-stream-answer-small": "6802-minicpmv-chat-answer",
+    "6805-minicpmv-chat-stream-escapes-one": "6804-minicpmv-chat-escapes",
+    "6807-minicpmv-chat-stream-escapes_code-small": "6806-minicpmv-chat-escapes_code",
+    "6809-minicpmv-chat-stream-escape_cut-small": "6808-minicpmv-chat-escape_cut",
+    "6811-minicpmv-chat-stream-escape_in_args-small": "6810-minicpmv-chat-escape_in_args",
+    "6813-minicpmv-chat-stream-escape_before_tool-small": "6812-minicpmv-chat-escape_before_tool",
+    "6815-minicpmv-chat-stream-markers-small": "6814-minicpmv-chat-markers",
+    "6817-minicpmv-chat-stream-tool_in_reasoning-small": "6816-minicpmv-chat-tool_in_reasoning",
+    "6819-minicpmv-chat-stream-open_tag-small": "6818-minicpmv-chat-open_tag",
+    "6821-minicpmv-chat-stream-only_reasoning-small": "6820-minicpmv-chat-only_reasoning",
+    "6825-minicpmv-chat-stream-off_think-small": "6824-minicpmv-chat-off_think",
+    "6831-minicpmv-chat-stream-tool_choice_none-small": "6830-minicpmv-chat-tool_choice_none",
+    "6833-minicpmv-chat-stream-required-small": "6832-minicpmv-chat-required",
+    "6835-minicpmv-chat-stream-named-small": "6834-minicpmv-chat-named",
+    "6837-minicpmv-chat-stream-keep_special-small": "6836-minicpmv-chat-keep_special",
+    "6839-minicpmv-chat-stream-no_reasoning_out-small": "6838-minicpmv-chat-no_reasoning_out",
+    "6845-minicpmv-alone-chat-stream-alone_off-small": "6844-minicpmv-alone-chat-alone_off",
     # kimi_k2 streams empty arguments as "" (the message: "{}")
     "1074-kimi_k2-chat-stream-empty_args-one": "1073-kimi_k2-chat-empty_args",
     # gemma4 streams keep the content around the calls as written (the "\n" before a call,
@@ -871,7 +891,7 @@ ISSUE_19_20: dict[tuple[int, int], tuple[int, str]] = {
     (3800, 4199): (49 + 57 + 49 + 47, "phi4_mini_json, jamba, internlm, gigachat3"),
     (4200, 4599): (74 + 74, "ling3 4200-4273, hy_v3 4280-4353"),
     (4600, 4999): (84 + 58, "step5, holo2"),
-    (6600, 6999): (120, "plamo3 6600-6719"),
+    (6600, 6999): (120 + 46, "plamo3 6600-6719, minicpmv 6800-6845"),
 }
 """The recordings of issues 19 and 20 by number range: how many cases, of which names."""
 

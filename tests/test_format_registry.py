@@ -91,7 +91,10 @@ def test_a_state_issued_before_the_records_decodes_the_same(entry: dict[str, Any
         assert isinstance(parser.tools, parsers.tool_format(name).state_type)
     else:
         assert parser.reasoning is not None
-        assert dataclasses.asdict(parser.reasoning) == entry["reasoning"]
+        fields = dataclasses.asdict(parser.reasoning)
+        # a field added later (minicpmv's escapes, branch qwen2): none in an earlier state
+        assert fields.pop("escapes") == ("", "", "", "")
+        assert fields == entry["reasoning"]
         assert parser.reasoning.held.translate(parsers.RESTORE_MARKUP) == entry["held"]
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import functools
 import hashlib
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from derender.contract.requests import ChatRequest
@@ -457,10 +457,25 @@ def feed(settings: ParserSettings, state: ParserState, text: str, final: bool
         calls = _kept(settings, calls)
     calls = [ToolCallDelta(c.index, c.name, c.arguments.translate(RESTORE_MARKUP), c.id)
              for c in calls]
-    delta = ParsedDelta((thought if settings.include_reasoning else "").translate(RESTORE_MARKUP),
-                        content.translate(RESTORE_MARKUP), calls)
+    thought, content = thought.translate(RESTORE_MARKUP), content.translate(RESTORE_MARKUP)
+    if (reasoning_state is not None and settings.reasoning is not None
+            and settings.reasoning.recovers_newlines):
+        thought, content, reasoning_state = _recover(reasoning_state, thought, content,
+                                                     bool(content or calls), final)
+    delta = ParsedDelta(thought if settings.include_reasoning else "", content, calls)
     return delta, ParserState(reasoning_state, tool_state, state.calls_kept or bool(calls),
                               tool_tag=state.tool_tag if tool_state is not None else None)
+
+
+def _recover(state: ReasoningState, thought: str, content: str, ended: bool, final: bool
+             ) -> tuple[str, str, ReasoningState]:
+    """minicpmv (vLLM's ``MiniCPMVOutputNormalizer``): escapes recovered in the reasoning
+    (settled once content or calls follow) and in the content."""
+    from derender.core.parsers.escapes import recover  # noqa: PLC0415 (only for minicpmv)
+    rc, rp, cc, cp = state.escapes
+    thought, rc, rp = recover(rc, rp, thought, final or ended)
+    content, cc, cp = recover(cc, cp, content, final)
+    return thought, content, replace(state, escapes=(rc, rp, cc, cp))
 
 
 def tool_call_id(request_id: str, choice_index: int, call_index: int,

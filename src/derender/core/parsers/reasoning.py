@@ -109,6 +109,12 @@ class ReasoningFormat:
     """minimax_m3: the first ``start`` in the content opens reasoning; once it ends no marker
     is read; an ``end`` opening the output (not started in reasoning) is dropped
     (``ReasoningState.stage``)."""
+    off_hides: bool = False
+    """minicpmv: with thinking off the output starts in content, where ``start`` opens a
+    block that is dropped (``HIDDEN``)."""
+    recovers_newlines: bool = False
+    """minicpmv: ``\\n`` escapes in the reasoning and the content become newlines
+    (``escapes.recover``, applied after the tool parser; its state is this one's)."""
 
     def markers(self, reasoning: bool, stage: int = 0) -> tuple[str, ...]:
         if self.at_start_only:
@@ -118,7 +124,7 @@ class ReasoningFormat:
         if self.opens_once:
             return (self.start,) if stage == BEFORE else ()
         return (((self.end,) if self.drops_late_end else ())
-                + ((self.start,) if self.reopens else ()) + self.removed)
+                + ((self.start,) if self.reopens or stage == HIDDEN else ()) + self.removed)
 
 
 FORMATS = {
@@ -158,15 +164,23 @@ FORMATS = {
     "minimax_m3": ReasoningFormat("minimax_m3", start="<mm:think>", end="</mm:think>",
                                   starts_in_content=True, opens_once=True),
     "olmo3": ReasoningFormat("olmo3", at_start_only=True),
+    # MiniCPM-V (branch qwen2): Qwen3's grammar, the prompt not read, <|im_end|> and the
+    # reserved markers dropped; thinking off: a <think> block in the content is dropped;
+    # \\n escapes recovered [6800-6849]
+    "minicpmv": ReasoningFormat("minicpmv", ends_implicitly=(TOOL_CALL,),
+                                removed=("<|im_end|>", *(f"<reserved_{i}>" for i in range(12, 16)),
+                                         *(f"<|reserved_{i}|>" for i in range(12, 16))),
+                                drops_late_end=True, off_hides=True, recovers_newlines=True),
     "mistral": ReasoningFormat("mistral", ends_implicitly=("[TOOL_CALLS]",), drops_late_end=True,
                                start="[THINK]", end="[/THINK]", starts_in_content=True,
                                reopens=True, strips_trailing_space=True),
 }
 
 
-FRESH, BEFORE, AFTER = range(3)
+FRESH, BEFORE, AFTER, HIDDEN = range(4)
 """Stages of an ``opens_once`` format outside reasoning: at the output's start; before a
-reasoning block; after it."""
+reasoning block; after it. ``HIDDEN``: an ``off_hides`` format with thinking off (its blocks
+are dropped)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,7 +196,11 @@ class ReasoningState:
     kept: str = ""
     space: str = ""
     stage: int = FRESH
-    """``opens_once`` formats: ``FRESH``, ``BEFORE`` or ``AFTER`` (outside reasoning)."""
+    """``opens_once`` formats: ``FRESH``, ``BEFORE`` or ``AFTER`` (outside reasoning);
+    ``HIDDEN`` (``off_hides``, thinking off)."""
+    escapes: tuple[str, str, str, str] = ("", "", "", "")
+    """``recovers_newlines``: the reasoning's and the content's open span and held text
+    (``escapes.recover``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,6 +249,8 @@ def start(fmt: ReasoningFormat, vocab: Vocabulary, prompt_ids: Sequence[int] | N
     if fmt.content_prefix:  # held, so it leads the content (no markers are read)
         return ReasoningState(False, fmt.content_prefix)
     swap = fmt.swaps and force_content
+    if fmt.off_hides and not thinking:
+        return ReasoningState(False, stage=HIDDEN)
     if fmt.off_starts_content and not thinking:
         return ReasoningState(False, swap=swap)
     if fmt.honours_prompt:
@@ -308,7 +328,7 @@ def feed(fmt: ReasoningFormat, state: ReasoningState, text: str, final: bool,
     if final:  # vLLM's extract_reasoning: blank content, so reasoning becomes the content
         return ReasoningDelta(space, kept), after
     return ReasoningDelta("", ""), ReasoningState(after.reasoning, after.held, True, kept, space,
-                                                  after.stage)
+                                                  after.stage, after.escapes)
 
 
 def _split(fmt: ReasoningFormat, state: ReasoningState, text: str, final: bool,
@@ -354,11 +374,12 @@ def _split(fmt: ReasoningFormat, state: ReasoningState, text: str, final: bool,
         (reasoning if in_reasoning else content).append(buffer[pos:at])
         pos, was = at + len(marker), in_reasoning
         if in_reasoning and marker == end_think:
-            in_reasoning, stage = False, AFTER
+            in_reasoning, stage = False, (HIDDEN if stage == HIDDEN else AFTER)
         elif in_reasoning and marker in implicit:
             in_reasoning = False
             content.append(marker)
-        elif not in_reasoning and (fmt.reopens or fmt.opens_once) and marker == start_think:
+        elif (not in_reasoning and (fmt.reopens or fmt.opens_once or stage == HIDDEN)
+              and marker == start_think):
             in_reasoning = True
         if was and not in_reasoning and fmt.strips_trailing_space:
             _strip_end(reasoning)  # (once per block: the pieces before are stripped)
@@ -380,8 +401,10 @@ def _split(fmt: ReasoningFormat, state: ReasoningState, text: str, final: bool,
         elif len(tail) - len(kept) + hold <= MAX_HELD_SPACE:
             hold, tail = len(buffer) - pos - len(kept), kept
     (reasoning if in_reasoning else content).append(tail)
-    return (ReasoningDelta("".join(reasoning), "".join(content)),
-            ReasoningState(in_reasoning, buffer[len(buffer) - hold:], stage=stage))
+    thought = "" if stage == HIDDEN else "".join(reasoning)  # thinking off: blocks dropped
+    return (ReasoningDelta(thought, "".join(content)),
+            ReasoningState(in_reasoning, buffer[len(buffer) - hold:], stage=stage,
+                           escapes=state.escapes))
 
 
 def _strip_end(pieces: list[str]) -> None:
@@ -392,21 +415,34 @@ def _strip_end(pieces: list[str]) -> None:
             return
 
 
+_ESCAPES = 1 << 3
+"""The state holds ``escapes`` (above the swap bit and the two stage bits)."""
+NO_ESCAPES = ("", "", "", "")
+
+
 def encode(state: ReasoningState, w: Writer) -> None:
     """The state after its phase flag (written by the stream state)."""
     w.text(state.held)
-    w.uint(int(state.swap) | state.stage << 1)
+    escapes = state.escapes != NO_ESCAPES
+    w.uint(int(state.swap) | state.stage << 1 | (_ESCAPES if escapes else 0))
     if state.swap:
         w.text(state.kept)
         w.text(state.space)
+    if escapes:
+        for text in state.escapes:
+            w.text(text)
 
 
 def decode(reasoning: bool, r: Reader) -> ReasoningState:
     held, bits = r.text(), r.uint()
-    swap, stage = bits & 1, bits >> 1
-    if stage > AFTER:
+    swap, stage = bits & 1, bits >> 1 & 3
+    if bits >> 4:
         raise ValueError("malformed reasoning state")
-    if not swap:
-        return ReasoningState(reasoning, held, stage=stage)
-    kept, space = r.text(), r.text()
-    return ReasoningState(reasoning, held, True, kept, space, stage)
+    kept, space = (r.text(), r.text()) if swap else ("", "")
+    escapes = NO_ESCAPES
+    if bits & _ESCAPES:
+        rc, rp, cc, cp = r.text(), r.text(), r.text(), r.text()
+        if any(len(part) > 3 for part in (rc, rp, cc, cp)):
+            raise ValueError("malformed reasoning state")
+        escapes = (rc, rp, cc, cp)
+    return ReasoningState(reasoning, held, bool(swap), kept, space, stage, escapes)

@@ -335,6 +335,8 @@ REASONING_RECORDS: tuple[ReasoningRecord, ...] = (
     _engine_reasoning("minimax_m2", "minimax_m2", "minimax_m2", "minimax", "m2_thinking"),
     # branch qwen2 (issue 19)
     _engine_reasoning("plamo3", "plamo3", "plamo3", "plamo3", "thinking"),
+    # MiniCPM-V: Qwen3's grammar (its calls: qwen3_coder's), newline escapes recovered
+    _reasoning("minicpmv", (THINK, END_THINK, TOOL_CALL, CHATML[1])),
     ReasoningRecord("openai_gptoss", Machine.HARMONY),
 )
 """The reasoning formats."""
