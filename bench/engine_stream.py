@@ -186,6 +186,12 @@ FORMATS = {
 FORMATS["holo2"] = Format("Holo2", "qwen3", "qwen3", "qwen3", "qwen3_coder", 151645,
                           FORMATS["step5"].head, FORMATS["step5"].tail, reasoning_parser="holo2",
                           folder=REPO / "layers" / "tokenizers" / "qwen3")
+# minicpmv (issue 19, branch qwen2): the same output read by the minicpmv reasoning parser
+# (newline escapes recovered) and the qwen3_coder tool parser
+FORMATS["minicpmv"] = Format("MiniCPM-V", "qwen3", "qwen3", "qwen3", "qwen3_coder", 151645,
+                             FORMATS["step5"].head, FORMATS["step5"].tail,
+                             reasoning_parser="minicpmv",
+                             folder=REPO / "layers" / "tokenizers" / "qwen3")
 
 
 def _folder(name: str) -> Path:
