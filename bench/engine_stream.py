@@ -192,6 +192,12 @@ FORMATS["minicpmv"] = Format("MiniCPM-V", "qwen3", "qwen3", "qwen3", "qwen3_code
                              FORMATS["step5"].head, FORMATS["step5"].tail,
                              reasoning_parser="minicpmv",
                              folder=REPO / "layers" / "tokenizers" / "qwen3")
+# step3 reasoning (issue 19, branch qwen2) with the hermes tool parser, on Qwen3's vocabulary
+FORMATS["step3"] = Format("Step 3", "qwen3", "qwen3", "qwen3", "hermes", 151645,
+                          '</think>\n<tool_call>\n{"name": "get_weather", "arguments": '
+                          '{"city": "Lisbon", "notes": "', '"}}\n</tool_call>',
+                          reasoning_parser="step3", json_notes=True,
+                          folder=REPO / "layers" / "tokenizers" / "qwen3")
 
 
 def _folder(name: str) -> Path:

@@ -148,6 +148,7 @@ REASONING_TEMPLATES: dict[str, str] = {
     "olmo3": "<think>reasoning VALUE</think>answer",
     # branch qwen2
     "plamo3": "reasoning VALUE<|plamo:end_think:plamo|>answer<|plamo:begin_",
+    "step3": "<think>reasoning VALUE</think>answer</think>",
     "minicpmv": "reasoning VALUE\\n`a\\nb`</think>answer\\n$x$<reserved_12>\\<tool_call>",
 }
 """Text each reasoning parser reads markers in."""
@@ -161,7 +162,7 @@ PAIRS: tuple[tuple[str | None, str | None], ...] = (
     ("deepseek_v4", "deepseek_v4"), ("deepseek_v41", "deepseek_v41"), ("glm47", "glm47"),
     ("minimax_m2", "minimax_m2"), ("minimax_m3", "minimax_m3"), ("step5", "step5"),
     ("holo2", "hermes"), ("ling3", "ling3"), ("hy_v3", "hy_v3"),
-    ("plamo3", "plamo3"), ("minicpmv", "qwen3_coder"),  # branch qwen2
+    ("plamo3", "plamo3"), ("minicpmv", "qwen3_coder"), ("step3", "hermes"),  # branch qwen2
 )
 """(reasoning parser, tool parser) pairings: every tool format and every reasoning parser
 alone, and each family's own pairing (step3p5 and nemotron_v3 with qwen3_coder, issue 22)."""

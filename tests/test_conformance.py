@@ -574,6 +574,14 @@ MESSAGE_DIFFERENCES.update({_case_name(n): ours for n, ours in (
     (4720, (None, [("get_weather", "{city: Paris}")], "tool_calls")),
 )})
 
+# step3 reasoning (issue 19, branch qwen2): an output opening with </think> has an empty
+# reasoning, which vLLM's message gives as "" and ours as null (README compatibility)
+MESSAGE_DIFFERENCES[_case_name(6908)] = (None, [], "stop")
+MESSAGE_REASONING[_case_name(6908)] = None
+# ... its streams: with thinking off everything streams as content, and the whitespace between
+# </think> and a hermes call streams as content (the messages: split; none)
+STREAM_AS_MESSAGE.update({_case_name(n): _case_name(n - 1) for n in (6917, 6923)})
+
 # Under VLLM_ENFORCE_STRICT_TOOL_CALLING=1 vLLM leaves JSON-schema output of tool_choice
 # "required" in content; we parse it, as its non-strict recordings do.
 JSON_TOOL_OUTPUT = {"072-parser-chat-required_json"}
@@ -891,7 +899,7 @@ ISSUE_19_20: dict[tuple[int, int], tuple[int, str]] = {
     (3800, 4199): (49 + 57 + 49 + 47, "phi4_mini_json, jamba, internlm, gigachat3"),
     (4200, 4599): (74 + 74, "ling3 4200-4273, hy_v3 4280-4353"),
     (4600, 4999): (84 + 58, "step5, holo2"),
-    (6600, 6999): (120 + 46, "plamo3 6600-6719, minicpmv 6800-6845"),
+    (6600, 6999): (120 + 46 + 30, "plamo3 6600-6719, minicpmv 6800-6845, step3 6900-6929"),
 }
 """The recordings of issues 19 and 20 by number range: how many cases, of which names."""
 

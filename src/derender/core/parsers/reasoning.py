@@ -112,6 +112,8 @@ class ReasoningFormat:
     off_hides: bool = False
     """minicpmv: with thinking off the output starts in content, where ``start`` opens a
     block that is dropped (``HIDDEN``)."""
+    reads_start: bool = True
+    """``start`` is read (absorbed); else it is text (``step3``)."""
     recovers_newlines: bool = False
     """minicpmv: ``\\n`` escapes in the reasoning and the content become newlines
     (``escapes.recover``, applied after the tool parser; its state is this one's)."""
@@ -120,7 +122,8 @@ class ReasoningFormat:
         if self.at_start_only:
             return (self.end,) if reasoning else ()
         if reasoning:
-            return (self.start, self.end, *self.ends_implicitly, *self.removed)
+            return ((self.start,) if self.reads_start else ()) + (
+                self.end, *self.ends_implicitly, *self.removed)
         if self.opens_once:
             return (self.start,) if stage == BEFORE else ()
         return (((self.end,) if self.drops_late_end else ())
@@ -164,6 +167,9 @@ FORMATS = {
     "minimax_m3": ReasoningFormat("minimax_m3", start="<mm:think>", end="</mm:think>",
                                   starts_in_content=True, opens_once=True),
     "olmo3": ReasoningFormat("olmo3", at_start_only=True),
+    # Step 3 (branch qwen2): everything before the first </think> is reasoning, a <think>
+    # included [6900-6929]
+    "step3": ReasoningFormat("step3", reads_start=False),
     # MiniCPM-V (branch qwen2): Qwen3's grammar, the prompt not read, <|im_end|> and the
     # reserved markers dropped; thinking off: a <think> block in the content is dropped;
     # \\n escapes recovered [6800-6849]

@@ -337,6 +337,8 @@ REASONING_RECORDS: tuple[ReasoningRecord, ...] = (
     _engine_reasoning("plamo3", "plamo3", "plamo3", "plamo3", "thinking"),
     # MiniCPM-V: Qwen3's grammar (its calls: qwen3_coder's), newline escapes recovered
     _reasoning("minicpmv", (THINK, END_THINK, TOOL_CALL, CHATML[1])),
+    # Step 3: a legacy parser, everything before the first </think> reasoning
+    _reasoning("step3", (END_THINK,), legacy=True),
     ReasoningRecord("openai_gptoss", Machine.HARMONY),
 )
 """The reasoning formats."""
