@@ -442,7 +442,7 @@ def encode(state: ReasoningState, w: Writer) -> None:
 def decode(reasoning: bool, r: Reader) -> ReasoningState:
     held, bits = r.text(), r.uint()
     swap, stage = bits & 1, bits >> 1 & 3
-    if bits >> 4:
+    if bits >> 4 or (swap and stage == HIDDEN):  # (no format both swaps and hides)
         raise ValueError("malformed reasoning state")
     kept, space = (r.text(), r.text()) if swap else ("", "")
     escapes = NO_ESCAPES
