@@ -202,6 +202,16 @@ FORMATS = {
                             "functiongemma-standin", "functiongemma", 106,
                             "<start_function_call>call:get_weather{city:<escape>Lisbon<escape>,"
                             "notes:<escape>", "<escape>}<end_function_call>", lead="content"),
+    # plamo3 (issue 19, branch qwen2): every marker several ids; the notes run past the
+    # arguments' hold (1,024 characters), so they stream as written from there
+    "plamo3": Format("PLaMo 3", "plamo3-standin", "plamo3-standin", "plamo3-standin", "plamo3",
+                     50260,
+                     "<|plamo:end_think:plamo|><|plamo:begin_tool_requests:plamo|>"
+                     "<|plamo:begin_tool_request:plamo|><|plamo:begin_tool_name:plamo|>"
+                     "get_weather<|plamo:end_tool_name:plamo|><|plamo:begin_tool_arguments:"
+                     'plamo|><|plamo:constrain|>json<|plamo:msg|>{"city": "Lisbon", "notes": "',
+                     '"}<|plamo:end_tool_arguments:plamo|><|plamo:end_tool_request:plamo|>'
+                     "<|plamo:end_tool_requests:plamo|>", json_notes=True),
 }
 # kimi_k3 (issue 20, branch kimi3): Kimi K3's XTML channels on its stand-in vocabulary
 FORMATS["kimi_k3"] = Format(
@@ -255,6 +265,18 @@ FORMATS["granite-array"] = Format("Granite 3 JSON list", "granite4-standin", "gr
                                   '<tool_call> [{"name": "get_weather", "arguments": {"city": '
                                   '"Lisbon", "notes": "', '"}}]', lead="content",
                                   json_notes=True)
+# minicpmv (issue 19, branch qwen2): the same output read by the minicpmv reasoning parser
+# (newline escapes recovered) and the qwen3_coder tool parser
+FORMATS["minicpmv"] = Format("MiniCPM-V", "qwen3", "qwen3", "qwen3", "qwen3_coder", 151645,
+                             FORMATS["step5"].head, FORMATS["step5"].tail,
+                             reasoning_parser="minicpmv",
+                             folder=REPO / "layers" / "tokenizers" / "qwen3")
+# step3 reasoning (issue 19, branch qwen2) with the hermes tool parser, on Qwen3's vocabulary
+FORMATS["step3"] = Format("Step 3", "qwen3", "qwen3", "qwen3", "hermes", 151645,
+                          '</think>\n<tool_call>\n{"name": "get_weather", "arguments": '
+                          '{"city": "Lisbon", "notes": "', '"}}\n</tool_call>',
+                          reasoning_parser="step3", json_notes=True,
+                          folder=REPO / "layers" / "tokenizers" / "qwen3")
 
 
 def _folder(name: str) -> Path:

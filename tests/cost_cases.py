@@ -118,6 +118,12 @@ TEMPLATES: dict[str, str] = {
                 "</tool_call>"),
     "hunyuan_a13b": ('<tool_calls>[{"name": "NAME", "arguments": {"a": "VALUE", "n": 1}}, '
                      '{"arguments": {}, "name": "NAME"}]</tool_calls>'),
+    # issue 19, branch qwen2: PLaMo 3
+    "plamo3": ("<|plamo:begin_tool_requests:plamo|><|plamo:begin_tool_request:plamo|>"
+               "<|plamo:begin_tool_name:plamo|>NAME<|plamo:end_tool_name:plamo|>"
+               "<|plamo:begin_tool_arguments:plamo|><|plamo:constrain|>json<|plamo:msg|>"
+               '{"a": "VALUE", "n": "1"}<|plamo:end_tool_arguments:plamo|>'
+               "<|plamo:end_tool_request:plamo|><|plamo:end_tool_requests:plamo|>"),
 }
 # kimi3 (issue 20): Kimi K3's XTML channels
 K3_CALL = ('<|open|>call tool="NAME"<|sep|><|open|>argument key="a" type="string"<|sep|>'
@@ -212,6 +218,10 @@ REASONING_TEMPLATES: dict[str, str] = {
     # wrapped2: ERNIE 4.5's answer markers after the reasoning
     "ernie45": "reasoning VALUE</think>\n<response>answer VALUE</response> VALUE</response>",
     "hunyuan_a13b": "<think>\nreasoning VALUE\n</think>\n<answer>\nanswer VALUE ",
+    # branch qwen2
+    "plamo3": "reasoning VALUE<|plamo:end_think:plamo|>answer<|plamo:begin_",
+    "step3": "<think>reasoning VALUE</think>answer</think>",
+    "minicpmv": "reasoning VALUE\\n`a\\nb`</think>answer\\n$x$<reserved_12>\\<tool_call>",
 }
 """Text each reasoning parser reads markers in."""
 # granite-inkling: Granite 4.2's reasoning (nemotron_v3's markers; newlines open the content)
@@ -234,6 +244,7 @@ PAIRS: tuple[tuple[str | None, str | None], ...] = (
     ("ernie45", "ernie45"), ("hunyuan_a13b", "hunyuan_a13b"),  # wrapped2
     # granite-inkling
     ("granite_thinking_parser", "qwen3_coder"),
+    ("plamo3", "plamo3"), ("minicpmv", "qwen3_coder"), ("step3", "hermes"),  # branch qwen2
 )
 """(reasoning parser, tool parser) pairings: every tool format and every reasoning parser
 alone, and each family's own pairing (step3p5 and nemotron_v3 with qwen3_coder, issue 22),

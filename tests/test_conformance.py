@@ -219,6 +219,36 @@ STREAM_AS_MESSAGE = {
     "4315-hy_v3-chat-stream-truncated-one": "4314-hy_v3-chat-truncated",
     "4345-hy_v3-chat-stream-effort_tool-small": "4344-hy_v3-chat-effort_tool",
     "4347-hy_v3-chat-stream-effort_open_tag-small": "4346-hy_v3-chat-effort_open_tag",
+    # plamo3 streams (issue 19, branch qwen2): arguments stream as written (the message types
+    # them and strips them; empty: "{}"), names stream unstripped, text after the calls
+    # streams, a call named without arguments is not streamed
+    "6609-plamo3-chat-stream-typed_strings-small": "6608-plamo3-chat-typed_strings",
+    "6613-plamo3-chat-stream-spaced_json-small": "6612-plamo3-chat-spaced_json",
+    "6615-plamo3-chat-stream-no_args-one": "6614-plamo3-chat-no_args",
+    "6621-plamo3-chat-stream-content_after-small": "6620-plamo3-chat-content_after",
+    "6689-plamo3-chat-stream-piece_in_name-small": "6688-plamo3-chat-piece_in_name",
+    "6695-plamo3-chat-stream-name_no_args-small": "6694-plamo3-chat-name_no_args",
+    "6697-plamo3-chat-stream-args_then_text-small": "6696-plamo3-chat-args_then_text",
+    # minicpmv streams (issue 19, branch qwen2): vLLM streams the reasoning as content
+    # (<think> blocks included) and its markers, escapes recovered
+    "6801-minicpmv-chat-stream-tool-small": "6800-minicpmv-chat-tool",
+    "6803-minicpmv-chat-stream-answer-small": "6802-minicpmv-chat-answer",
+    "6805-minicpmv-chat-stream-escapes-one": "6804-minicpmv-chat-escapes",
+    "6807-minicpmv-chat-stream-escapes_code-small": "6806-minicpmv-chat-escapes_code",
+    "6809-minicpmv-chat-stream-escape_cut-small": "6808-minicpmv-chat-escape_cut",
+    "6811-minicpmv-chat-stream-escape_in_args-small": "6810-minicpmv-chat-escape_in_args",
+    "6813-minicpmv-chat-stream-escape_before_tool-small": "6812-minicpmv-chat-escape_before_tool",
+    "6815-minicpmv-chat-stream-markers-small": "6814-minicpmv-chat-markers",
+    "6817-minicpmv-chat-stream-tool_in_reasoning-small": "6816-minicpmv-chat-tool_in_reasoning",
+    "6819-minicpmv-chat-stream-open_tag-small": "6818-minicpmv-chat-open_tag",
+    "6821-minicpmv-chat-stream-only_reasoning-small": "6820-minicpmv-chat-only_reasoning",
+    "6825-minicpmv-chat-stream-off_think-small": "6824-minicpmv-chat-off_think",
+    "6831-minicpmv-chat-stream-tool_choice_none-small": "6830-minicpmv-chat-tool_choice_none",
+    "6833-minicpmv-chat-stream-required-small": "6832-minicpmv-chat-required",
+    "6835-minicpmv-chat-stream-named-small": "6834-minicpmv-chat-named",
+    "6837-minicpmv-chat-stream-keep_special-small": "6836-minicpmv-chat-keep_special",
+    "6839-minicpmv-chat-stream-no_reasoning_out-small": "6838-minicpmv-chat-no_reasoning_out",
+    "6845-minicpmv-alone-chat-stream-alone_off-small": "6844-minicpmv-alone-chat-alone_off",
     # kimi_k2 streams empty arguments as "" (the message: "{}")
     "1074-kimi_k2-chat-stream-empty_args-one": "1073-kimi_k2-chat-empty_args",
     # gemma4 streams keep the content around the calls as written (the "\n" before a call,
@@ -694,6 +724,13 @@ STREAM_AS_MESSAGE.update({_case_name(n): _case_name(n - 1) for n in (
 MESSAGE_DIFFERENCES.update({_case_name(5610): (
     "Hmm. <think>\nParis weather; call the tool.\n</think>\n<answer>\nSunny.", [], "stop")})
 MESSAGE_REASONING.update({_case_name(5610): None})
+# step3 reasoning (issue 19, branch qwen2): an output opening with </think> has an empty
+# reasoning, which vLLM's message gives as "" and ours as null (README compatibility)
+MESSAGE_DIFFERENCES[_case_name(6908)] = (None, [], "stop")
+MESSAGE_REASONING[_case_name(6908)] = None
+# ... its streams: with thinking off everything streams as content, and the whitespace between
+# </think> and a hermes call streams as content (the messages: split; none)
+STREAM_AS_MESSAGE.update({_case_name(n): _case_name(n - 1) for n in (6917, 6923)})
 
 # Under VLLM_ENFORCE_STRICT_TOOL_CALLING=1 vLLM leaves JSON-schema output of tool_choice
 # "required" in content; we parse it, as its non-strict recordings do.
@@ -1039,6 +1076,7 @@ ISSUE_19_20: dict[tuple[int, int], tuple[int, str]] = {
                         "(recorded ahead)"),
     (5400, 5799): (118 + 100, "ernie45 5400-5517, hunyuan_a13b 5520-5619"),
     (5000, 5399): (66 + 72, "granite_thinking_parser 5000-5065, granite 5100-5171"),
+    (6600, 6999): (120 + 46 + 30, "plamo3 6600-6719, minicpmv 6800-6845, step3 6900-6929"),
 }
 """The recordings of issues 19 and 20 by number range: how many cases, of which names."""
 

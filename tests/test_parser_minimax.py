@@ -593,7 +593,7 @@ def test_m3_garbage_state_is_refused() -> None:
             M3.decode(Reader(bytes(writer.out)))
     writer = Writer()
     writer.text("")
-    writer.uint(7)  # an unknown reasoning stage
+    writer.uint(5 << 1)  # an unknown reasoning stage (past HIDDEN)
     with pytest.raises(ValueError):
         reasoning.decode(False, Reader(bytes(writer.out)))
 

@@ -336,7 +336,9 @@ def test_garbage_states_are_refused() -> None:
             except (ValueError, IndexError, UnicodeDecodeError):
                 continue
     with pytest.raises(ValueError, match="malformed reasoning"):
-        reasoning.decode(False, Reader(bytes([0, 1 << 5])))  # no such flag
+        reasoning.decode(False, Reader(bytes([0, 0x80, 0x01])))  # no such flag (bit 7)
+    with pytest.raises(ValueError, match="malformed reasoning"):
+        reasoning.decode(False, Reader(bytes([0, (reasoning.HIDDEN + 1) << 1])))  # no such stage
     with pytest.raises(ValueError, match="malformed MimoState"):
         MIMO.decode(Reader(bytes([99, 0, 0, 0, 0, 0, 0, 0])))
 

@@ -66,14 +66,15 @@ def matches(old: Any, new: Any) -> bool:
             if new.get("front") is not None or new.get("front_tag") is not None:
                 return False
             new = {k: v for k, v in new.items() if k not in ("front", "front_tag")}
-        if new.get("type") == "ReasoningState" and "answer" not in old:
-            # fields added since (ernie45's answer, wrapped2): read back at their defaults
-            if (new.get("answer"), new.get("mark")) != (0, 0):
-                return False
-            new = {k: v for k, v in new.items() if k not in ("answer", "mark")}
-        if new.get("type") == "ReasoningState" and "spoke" not in old and new.get("spoke") is False:
-            # granite-inkling's ``spoke`` bit: absent from earlier states, read as False
-            new = {k: v for k, v in new.items() if k != "spoke"}
+        if new.get("type") == "ReasoningState":
+            # fields added since (issue 19: ernie45's answer and mark, granite_thinking_parser's
+            # spoke, minicpmv's escapes): absent from earlier states, read back at their defaults
+            added = {"answer": 0, "mark": 0, "spoke": False, "escapes": ["", "", "", ""]}
+            for key, default in added.items():
+                if key not in old:
+                    if new.get(key) != default:
+                        return False
+                    new = {k: v for k, v in new.items() if k != key}
         return old.keys() == new.keys() and all(matches(old[k], new[k]) for k in old)
     if isinstance(old, list) and isinstance(new, list):
         return len(old) == len(new) and all(matches(a, b) for a, b in zip(old, new, strict=True))

@@ -70,7 +70,8 @@ def test_every_format_is_registered_with_its_own_tag_and_state() -> None:
             "kimi_k3",
             "hf", "beam",
             "muse",
-            "ernie45", "hunyuan_a13b"} == set(
+            "ernie45", "hunyuan_a13b",
+            "plamo3", "granite"} == set(
                 {r.name for r in TOOL_RECORDS if r.tag is not None})
     own = [r.name for r in TOOL_RECORDS if r.machine is Machine.OWN]
     assert len({parsers.tool_format(name).state_type for name in own}) == len(own)
@@ -91,7 +92,7 @@ def test_engine_formats_pair_with_their_family() -> None:
     reasoning parser alone no calls (tool tags are text: 1310-1316, 1328-1334). An engine
     reasoning parser with another family's tool parser is refused (not recorded)."""
     engine_formats = {"deepseek_v32", "deepseek_v4", "deepseek_v41", "glm45", "glm47",
-                      "minimax_m2", "minimax_m3", "ling3", "hy_v3",
+                      "minimax_m2", "minimax_m3", "ling3", "hy_v3", "plamo3",
                       "kimi_k3"}  # its own machine, started and paired as an engine record's
     assert engine_formats == {r.name for r in TOOL_RECORDS if r.machine is Machine.ENGINE}
     modes = {("deepseek_v4", "deepseek_v4"): "both", ("deepseek_v41", "deepseek_v41"): "both",
@@ -112,7 +113,10 @@ def test_engine_formats_pair_with_their_family() -> None:
              ("qwen3", "ling3"): "foreign",
              # hy_v3 (issue 19): an ordinary reasoning parser reads first, as minimax_m3's
              ("hy_v3", "hy_v3"): "foreign", (None, "hy_v3"): "tools", ("hy_v3", None): None,
-             ("hy_v3", "glm47"): "foreign", ("qwen3", "hy_v3"): "foreign"}
+             ("hy_v3", "glm47"): "foreign", ("qwen3", "hy_v3"): "foreign",
+             # plamo3 (issue 19, branch qwen2): its own family (cases 6600-6719)
+             ("plamo3", "plamo3"): "both", (None, "plamo3"): "tools",
+             ("plamo3", None): "reasoning", ("qwen3", "plamo3"): "foreign"}
     # an engine reasoning parser with another family's tool parser (cases 8200-8309): the
     # engine reads the reasoning first (front), then the tool parser, an engine one as after
     # any other family's reasoning parser

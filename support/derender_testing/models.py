@@ -36,6 +36,7 @@ from derender_testing.tokenizer_variants import (
     derive_muse_standin,
     derive_olmo3_standin,
     derive_phi4_standin,
+    derive_plamo3_standin,
     derive_poolside_standin,
     gunzip_tokenizer,
 )
@@ -62,7 +63,9 @@ MODEL_NAMES = ("qwen3", "mistral-7b", "deepseek-v4", "gpt2", "llama3.1", "llama3
                # muse branch
                "muse-spark-standin",
                # wrapped2
-               "ernie45-standin", "hunyuan-a13b-standin")
+               "ernie45-standin", "hunyuan-a13b-standin",
+               # branch qwen2
+               "plamo3-standin")
 DERIVED = {"llama3.1-tools": ("llama3.1", derive_llama31_tools),
            "mistral-tools": ("mistral-7b", derive_mistral_tools),
            "mistral-tools-v3": ("mistral-7b", derive_mistral_tools_v3),
@@ -100,7 +103,9 @@ DERIVED = {"llama3.1-tools": ("llama3.1", derive_llama31_tools),
            "muse-spark-standin": ("gpt2", derive_muse_standin),
            # wrapped2
            "ernie45-standin": ("gpt2", derive_ernie45_standin),
-           "hunyuan-a13b-standin": ("gpt2", derive_hunyuan_a13b_standin)}
+           "hunyuan-a13b-standin": ("gpt2", derive_hunyuan_a13b_standin),
+           # branch qwen2
+           "plamo3-standin": ("gpt2", derive_plamo3_standin)}
 """Test models whose tokenizer files are derived from another's (``tokenizer_variants``)."""
 
 

@@ -611,3 +611,31 @@ def derive_hunyuan_a13b_standin(source: Path, target: Path) -> bool:
     parser names them as several ordinary ids), so the stand-in is GPT-2's vocabulary as it
     is, where they are text too."""
     return derive(source, target, lambda tokenizer, config: None)
+PLAMO3_PIECES = (("<|plamo:begin_", True), ("<|plamo:end_", True), (":plamo|>", True),
+                 ("<|plamo:tag|>", True))
+"""``plamo3-standin`` (branch qwen2): PLaMo 3's marker pieces, as vLLM's ``plamo3`` parser
+describes them (``vllm/parser/plamo3.py``: every control marker such as
+``<|plamo:begin_think:plamo|>`` is the pieces ``<|plamo:begin_``, ``think``, ``:plamo|>``;
+``<|plamo:tag|>`` ends a turn), appended to GPT-2's vocabulary as special added tokens
+50257-50260 (PLaMo 3's own vocabulary is not available offline: the ids are unverified).
+``<|plamo:constrain|>`` and ``<|plamo:msg|>`` are text here."""
+
+
+def derive_plamo3_standin(source: Path, target: Path) -> bool:
+    """``target``'s tokenizer files from ``source``'s (GPT-2's): ``PLAMO3_PIECES`` appended
+    as added tokens, the class ``PreTrainedTokenizerFast``, EOS ``<|plamo:tag|>``.
+    Deterministic; git-ignored."""
+    def build(tokenizer: Any, config: Any) -> None:
+        first = len(tokenizer["model"]["vocab"])
+        added = [{"id": first + i, "content": piece, "single_word": False, "lstrip": False,
+                  "rstrip": False, "normalized": False, "special": special}
+                 for i, (piece, special) in enumerate(PLAMO3_PIECES)]
+        tokenizer["added_tokens"] = [*tokenizer["added_tokens"], *added]
+        config["added_tokens_decoder"] = {
+            str(t["id"]): {k: v for k, v in t.items() if k != "id"}
+            for t in tokenizer["added_tokens"]}
+        config["eos_token"] = "<|plamo:tag|>"
+        config["tokenizer_class"] = "PreTrainedTokenizerFast"
+        config["model_max_length"] = 131072
+
+    return derive(source, target, build)

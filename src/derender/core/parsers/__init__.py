@@ -15,7 +15,7 @@ from __future__ import annotations
 import functools
 import hashlib
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from derender.contract.requests import ChatRequest
@@ -407,6 +407,10 @@ def parser_settings(reasoning_parser: str | None, tool_parser: str | None,
           else template_thinking(request))
     thinking = on if engine_reasoning else (
         reasoning.switched_on(fmt, request.chat_template_kwargs or {}, on) if fmt else on)
+    engine_thinking = engine_reasoning and thinking
+    if mode == TOOLS and tool is not None and tools:
+        switch = engine_config(tool.name).tools_think  # the tools alone read think markers
+        engine_thinking = switch is not None and switch(template_kwargs(request))
     return ParserSettings(
         reasoning=fmt, thinking=template_thinking(request) if engine_reasoning else thinking,
         tool_format=tool_parser if tools else None,
@@ -417,7 +421,7 @@ def parser_settings(reasoning_parser: str | None, tool_parser: str | None,
         spell=vocab.spellings(MARKUP),
         request_tools=tuple(request.tools or ()) if tools else (),
         force_content=forces_content(request), as_called=as_called,
-        engine_thinking=engine_reasoning and thinking,
+        engine_thinking=engine_thinking,
         engine_mode=mode or BOTH,
         front=first,
     )
@@ -552,11 +556,26 @@ def feed(settings: ParserSettings, state: ParserState, text: str, final: bool
         calls = _kept(settings, calls)
     calls = [ToolCallDelta(c.index, c.name, c.arguments.translate(RESTORE_MARKUP), c.id)
              for c in calls]
-    delta = ParsedDelta((thought if settings.include_reasoning else "").translate(RESTORE_MARKUP),
-                        content.translate(RESTORE_MARKUP), calls)
+    thought, content = thought.translate(RESTORE_MARKUP), content.translate(RESTORE_MARKUP)
+    if (reasoning_state is not None and settings.reasoning is not None
+            and settings.reasoning.recovers_newlines):
+        thought, content, reasoning_state = _recover(reasoning_state, thought, content,
+                                                     bool(content or calls), final)
+    delta = ParsedDelta(thought if settings.include_reasoning else "", content, calls)
     return delta, ParserState(reasoning_state, tool_state, state.calls_kept or bool(calls),
                               tool_tag=state.tool_tag if tool_state is not None else None,
                               front=first, front_tag=state.front_tag if first is not None else None)
+
+
+def _recover(state: ReasoningState, thought: str, content: str, ended: bool, final: bool
+             ) -> tuple[str, str, ReasoningState]:
+    """minicpmv (vLLM's ``MiniCPMVOutputNormalizer``): escapes recovered in the reasoning
+    (settled once content or calls follow) and in the content."""
+    from derender.core.parsers.escapes import recover  # noqa: PLC0415 (only for minicpmv)
+    rc, rp, cc, cp = state.escapes
+    thought, rc, rp = recover(rc, rp, thought, final or ended)
+    content, cc, cp = recover(cc, cp, content, final)
+    return thought, content, replace(state, escapes=(rc, rp, cc, cp))
 
 
 def tool_call_id(request_id: str, choice_index: int, call_index: int,

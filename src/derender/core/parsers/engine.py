@@ -102,7 +102,7 @@ MAX_VALUE = 1024
 """Characters of a parameter value held until its end; a longer one is a string."""
 MAX_HEAD = 160
 """Characters of a DSML parameter head (``name="…" string="…">``)."""
-MAX_HELD = 64
+MAX_HELD = 96
 """Characters of text held as a possible terminal (every terminal is shorter)."""
 MAX_SPACE = 256
 """Whitespace held: at the end of content (dropped if a returned call follows) and at the end
@@ -141,14 +141,17 @@ class Flag(IntFlag):
     """``held_end`` is read (``FOREIGN``)."""
     END_HELD = 1 << 13
     """A ``held_end`` was read and is held (the whitespace before it in ``rspace``)."""
+    CALL_OPEN = 1 << 14
+    """A call's name was read and the call has not ended (PLaMo 3's calls end out of ARGS)."""
 
 
 (THINKING, SPOKE, SLOT, KEPT, GHOST, OPENED, OVERFLOW, STRATTR, WRAPPED, WRAP_INPUT,
- WRAP_STRING, NO_TOOLS, HOLDS_END, END_HELD) = (flag.value for flag in Flag)
+ WRAP_STRING, NO_TOOLS, HOLDS_END, END_HELD, CALL_OPEN) = (flag.value for flag in Flag)
 """The flags as plain ints, for the machine's bit arithmetic (an ``IntFlag`` operation costs
 about 2 µs, some 40 times an int's, and the machine does several a chunk)."""
 FLAG_BITS = len(Flag)
-CALL_FLAGS = GHOST | OPENED | OVERFLOW | STRATTR | WRAPPED | WRAP_INPUT | WRAP_STRING
+CALL_FLAGS = (GHOST | OPENED | OVERFLOW | STRATTR | WRAPPED | WRAP_INPUT | WRAP_STRING
+              | CALL_OPEN)
 """Flags of the open call (cleared when the next one starts)."""
 
 
@@ -230,6 +233,19 @@ class EngineConfig:
     json_when_forced: bool = False
     """Under a forced ``tool_choice`` vLLM's JSON path reads the output, not this grammar
     (``primitives.forced_call``; a legacy parser without a structural tag: ``hy_v3``)."""
+    keep_reasoning_space: bool = False
+    """Reasoning keeps its trailing whitespace (vLLM's ``strip_trailing_reasoning_whitespace``
+    off: PLaMo 3)."""
+    tools_think: Callable[[dict[str, object]], bool] | None = None
+    """The tool parser alone reads the think terminals too, starting in content, when this
+    switch of the template kwargs is on (PLaMo 3: its end-of-thinking marker there is
+    dropped, vLLM's 6700-6709)."""
+    cut_marker: Callable[[str, bool], str] | None = None
+    """Applied at the end of the output to the text of content, reasoning and names held
+    there (PLaMo 3: a partial marker ending it is dropped); every text that may end so is held
+    (``cut_hold``); its second argument: the think terminals are read."""
+    cut_hold: tuple[str, ...] = ()
+    """Prefixes of these are held in content and reasoning (``cut_marker``'s candidates)."""
     held_end: str = ""
     """MiniMax M2 after another family's reasoning parser (``FOREIGN``): this think terminal
     in the content is dropped when a returned call follows it with only whitespace between
@@ -366,6 +382,9 @@ class _Run(Run):
         self.set(END_HELD, False)
 
     def reasoning_text(self, piece: str) -> None:
+        if self.config.keep_reasoning_space:
+            self.reasoning.append(piece)
+            return
         body, self.rspace = split_space(self.rspace + piece, MAX_SPACE)
         self.reasoning.append(body)
 
@@ -376,6 +395,8 @@ class _Run(Run):
     # calls
 
     def start_call(self) -> None:
+        if self.has(CALL_OPEN):  # a call not ended (PLaMo 3: no arguments) ends here
+            self.close_call()
         self.acc, self.tool = "", 0
         self.flags &= ~CALL_FLAGS
         if self.suppress:
@@ -389,6 +410,7 @@ class _Run(Run):
         """The name has been read: the call is returned, or not."""
         name = self.config.clean_name(self.acc)
         self.acc = ""
+        self.set(CALL_OPEN)
         if self.has(GHOST):
             return
         tools = self.context.tools
@@ -415,7 +437,7 @@ class _Run(Run):
 
     def close_call(self) -> None:
         self.config.args.close(self)
-        if not self.has(GHOST):
+        if not self.has(GHOST) and not getattr(self.config.args, "closes_itself", False):
             self.emit("}" if self.has(OPENED) else "{}")
         self.acc, self.key, self.tool, self.wrap, self.sub = "", "", 0, "", 0
         self.flags &= ~CALL_FLAGS
@@ -455,6 +477,8 @@ def start(fmt: ToolFormat[Any], config: EngineConfig, thinking: bool, mode: str 
     state: EngineState = fmt.start()
     reads = mode not in (TOOLS, FOREIGN) and bool(config.think_transitions)
     think = reads and (thinking or config.think_always)
+    if mode == TOOLS and config.tools_think is not None and thinking:
+        think = True  # read, from content
     return type(state)(phase=REASONING if reads and thinking else CONTENT,
                        flags=(THINKING if think else 0)
                        | (NO_TOOLS if mode == REASONING_ONLY else 0)
@@ -490,7 +514,13 @@ def feed(config: EngineConfig, state: S, text: str, final: bool, context: ToolCo
                 held = region[len(region) - kept:] + buffer[end:] if not final else ""
                 break
         elif found is None:
-            now, held = unread(buffer[pos:], terminals, final)
+            if config.cut_marker is None:
+                now, held = unread(buffer[pos:], terminals, final)
+            else:
+                now, held = unread(buffer[pos:], terminals + config.cut_hold, final)
+                if final and (phase == REASONING
+                              or (phase == CONTENT and not run.has(NO_TOOLS))):
+                    now = config.cut_marker(now, run.has(THINKING))
             run.text(now)
             break
         else:
@@ -533,7 +563,7 @@ def _finish(run: _Run) -> None:
             run.set(GHOST)
         run.open_call()
         run.close_call()
-    elif run.phase == ARGS:
+    elif run.phase == ARGS or run.has(CALL_OPEN):
         run.close_call()
     if run.has(END_HELD):
         run.release_end()

@@ -131,6 +131,14 @@ class ReasoningFormat:
     """minimax_m3: the first ``start`` in the content opens reasoning; once it ends no marker
     is read; an ``end`` opening the output (not started in reasoning) is dropped
     (``ReasoningState.stage``)."""
+    off_hides: bool = False
+    """minicpmv: with thinking off the output starts in content, where ``start`` opens a
+    block that is dropped (``HIDDEN``)."""
+    reads_start: bool = True
+    """``start`` is read (absorbed); else it is text (``step3``)."""
+    recovers_newlines: bool = False
+    """minicpmv: ``\\n`` escapes in the reasoning and the content become newlines
+    (``escapes.recover``, applied after the tool parser; its state is this one's)."""
 
     def markers(self, reasoning: bool, stage: int = 0) -> tuple[str, ...]:
         if self.at_start_only:
@@ -138,11 +146,12 @@ class ReasoningFormat:
                 return (self.end,)
             return (self.content_end,) if self.content_end and stage != DROPPED else ()
         if reasoning:
-            return (self.start, self.end, *self.ends_implicitly, *self.removed)
+            return ((self.start,) if self.reads_start else ()) + (
+                self.end, *self.ends_implicitly, *self.removed)
         if self.opens_once:
             return (self.start,) if stage == BEFORE else ()
         return (((self.end,) if self.drops_late_end else ())
-                + ((self.start,) if self.reopens else ()) + self.removed)
+                + ((self.start,) if self.reopens or stage == HIDDEN else ()) + self.removed)
 
 
 FORMATS = {
@@ -203,15 +212,26 @@ FORMATS = {
     # ERNIE 4.5: deepseek_r1's rules, the content's <response>…</response> answer read
     # (``_answer``) [5478-5489]
     "ernie45": ReasoningFormat("ernie45", response=("<response>", "</response>")),
+    # Step 3 (branch qwen2): everything before the first </think> is reasoning, a <think>
+    # included [6900-6929]
+    "step3": ReasoningFormat("step3", reads_start=False),
+    # MiniCPM-V (branch qwen2): Qwen3's grammar, the prompt not read, <|im_end|> and the
+    # reserved markers dropped; thinking off: a <think> block in the content is dropped;
+    # \\n escapes recovered [6800-6849]
+    "minicpmv": ReasoningFormat("minicpmv", ends_implicitly=(TOOL_CALL,),
+                                removed=("<|im_end|>", *(f"<reserved_{i}>" for i in range(12, 16)),
+                                         *(f"<|reserved_{i}|>" for i in range(12, 16))),
+                                drops_late_end=True, off_hides=True, recovers_newlines=True),
     "mistral": ReasoningFormat("mistral", ends_implicitly=("[TOOL_CALLS]",), drops_late_end=True,
                                start="[THINK]", end="[/THINK]", starts_in_content=True,
                                reopens=True, strips_trailing_space=True),
 }
 
 
-FRESH, BEFORE, AFTER, DROPPED = range(4)
+FRESH, BEFORE, AFTER, DROPPED, HIDDEN = range(5)
 """Stages of an ``opens_once`` format outside reasoning: at the output's start; before a
-reasoning block; after it; (a ``content_end`` format) after the content's end."""
+reasoning block; after it; (a ``content_end`` format) after the content's end. ``HIDDEN``: an
+``off_hides`` format with thinking off (its blocks are dropped)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,13 +247,17 @@ class ReasoningState:
     kept: str = ""
     space: str = ""
     stage: int = FRESH
-    """``opens_once`` formats: ``FRESH``, ``BEFORE`` or ``AFTER`` (outside reasoning)."""
+    """``opens_once`` formats: ``FRESH``, ``BEFORE`` or ``AFTER`` (outside reasoning);
+    ``HIDDEN`` (``off_hides``, thinking off)."""
     answer: int = 0
     """``response`` formats: where the content stands (``PRE``, ``IN``, ``POST``, ``PLAIN``,
     ``OPEN``), its held text in ``kept`` (``mark``: where the answer begins in it)."""
     mark: int = 0
     spoke: bool = False
     """``strips_content_newlines`` formats: content other than newlines was written."""
+    escapes: tuple[str, str, str, str] = ("", "", "", "")
+    """``recovers_newlines``: the reasoning's and the content's open span and held text
+    (``escapes.recover``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -286,6 +310,8 @@ def start(fmt: ReasoningFormat, vocab: Vocabulary, prompt_ids: Sequence[int] | N
     if fmt.content_prefix:  # held, so it leads the content (no markers are read)
         return ReasoningState(False, fmt.content_prefix)
     swap = fmt.swaps and force_content
+    if fmt.off_hides and not thinking:
+        return ReasoningState(False, stage=HIDDEN)
     if fmt.off_starts_content and not thinking:
         return ReasoningState(False, swap=swap)
     if fmt.honours_prompt:
@@ -377,7 +403,7 @@ def feed(fmt: ReasoningFormat, state: ReasoningState, text: str, final: bool,
     if final:  # vLLM's extract_reasoning: blank content, so reasoning becomes the content
         return ReasoningDelta(space, kept), after
     return ReasoningDelta("", ""), ReasoningState(after.reasoning, after.held, True, kept, space,
-                                                  after.stage)
+                                                  after.stage, escapes=after.escapes)
 
 
 PRE, IN, POST, PLAIN, OPEN = range(5)
@@ -523,14 +549,15 @@ def _split(fmt: ReasoningFormat, state: ReasoningState, text: str, final: bool,
         (reasoning if in_reasoning else content).append(buffer[pos:at])
         pos, was = at + len(marker), in_reasoning
         if in_reasoning and marker == end_think:
-            in_reasoning, stage = False, AFTER
+            in_reasoning, stage = False, (HIDDEN if stage == HIDDEN else AFTER)
         elif not in_reasoning and fmt.content_end and marker == spell[fmt.content_end]:
             stage, pos = DROPPED, len(buffer)  # the rest of the output is dropped
             break
         elif in_reasoning and marker in implicit:
             in_reasoning = False
             content.append(marker)
-        elif not in_reasoning and (fmt.reopens or fmt.opens_once) and marker == start_think:
+        elif (not in_reasoning and (fmt.reopens or fmt.opens_once or stage == HIDDEN)
+              and marker == start_think):
             in_reasoning = True
         if was and not in_reasoning and fmt.strips_trailing_space:
             _strip_end(reasoning)  # (once per block: the pieces before are stripped)
@@ -552,8 +579,10 @@ def _split(fmt: ReasoningFormat, state: ReasoningState, text: str, final: bool,
         elif len(tail) - len(kept) + hold <= MAX_HELD_SPACE:
             hold, tail = len(buffer) - pos - len(kept), kept
     (reasoning if in_reasoning else content).append(tail)
-    return (ReasoningDelta("".join(reasoning), "".join(content)),
-            ReasoningState(in_reasoning, buffer[len(buffer) - hold:], stage=stage))
+    thought = "" if stage == HIDDEN else "".join(reasoning)  # thinking off: blocks dropped
+    return (ReasoningDelta(thought, "".join(content)),
+            ReasoningState(in_reasoning, buffer[len(buffer) - hold:], stage=stage,
+                           escapes=state.escapes))
 
 
 def _strip_end(pieces: list[str]) -> None:
@@ -564,11 +593,20 @@ def _strip_end(pieces: list[str]) -> None:
             return
 
 
+_ANSWERING, _SPOKE, _ESCAPES = 1 << 4, 1 << 5, 1 << 6
+"""Above the swap bit and the three stage bits (states issued before these had stages 0-2 and
+none of them): a ``response`` format's answer follows; ``spoke``; the state holds
+``escapes``."""
+NO_ESCAPES = ("", "", "", "")
+
+
 def encode(state: ReasoningState, w: Writer) -> None:
     """The state after its phase flag (written by the stream state)."""
     w.text(state.held)
     answering = bool(state.answer or state.kept) and not state.swap
-    w.uint(int(state.swap) | state.stage << 1 | answering << 3 | int(state.spoke) << 4)
+    escapes = state.escapes != NO_ESCAPES
+    w.uint(int(state.swap) | state.stage << 1 | (_ANSWERING if answering else 0)
+           | (_SPOKE if state.spoke else 0) | (_ESCAPES if escapes else 0))
     if state.swap:
         w.text(state.kept)
         w.text(state.space)
@@ -576,20 +614,29 @@ def encode(state: ReasoningState, w: Writer) -> None:
         w.uint(state.answer)
         w.text(state.kept)
         w.uint(state.mark)
+    if escapes:
+        for text in state.escapes:
+            w.text(text)
 
 
 def decode(reasoning: bool, r: Reader) -> ReasoningState:
     held, bits = r.text(), r.uint()
-    swap, stage, answering, spoke = bits & 1, bits >> 1 & 3, bits >> 3 & 1, bits >> 4
-    if stage > DROPPED or spoke > 1 or (swap and answering):
-        raise ValueError("malformed reasoning state")
-    if answering:
+    swap, stage = bits & 1, bits >> 1 & 7
+    answering, spoke = bool(bits & _ANSWERING), bool(bits & _SPOKE)
+    if bits >> 7 or stage > HIDDEN or (swap and (answering or stage == HIDDEN)):
+        raise ValueError("malformed reasoning state")  # (no format both swaps and hides)
+    kept, space, answer, mark = "", "", 0, 0
+    if swap:
+        kept, space = r.text(), r.text()
+    elif answering:
         answer, kept, mark = r.uint(), r.text(), r.uint()
         if answer > OPEN or mark > len(kept):
             raise ValueError("malformed reasoning state")
-        return ReasoningState(reasoning, held, kept=kept, stage=stage, answer=answer, mark=mark,
-                              spoke=bool(spoke))
-    if not swap:
-        return ReasoningState(reasoning, held, stage=stage, spoke=bool(spoke))
-    kept, space = r.text(), r.text()
-    return ReasoningState(reasoning, held, True, kept, space, stage, spoke=bool(spoke))
+    escapes = NO_ESCAPES
+    if bits & _ESCAPES:
+        rc, rp, cc, cp = r.text(), r.text(), r.text(), r.text()
+        if any(len(part) > 3 for part in (rc, rp, cc, cp)):
+            raise ValueError("malformed reasoning state")
+        escapes = (rc, rp, cc, cp)
+    return ReasoningState(reasoning, held, bool(swap), kept, space, stage, answer=answer,
+                          mark=mark, spoke=spoke, escapes=escapes)

@@ -322,6 +322,8 @@ TOOL_RECORDS: tuple[ToolRecord, ...] = (
     # muse branch: Muse Spark's channels and ATEM calls (tag 170), read with its reasoning
     _own("muse", "muse", "FORMAT", 170, aliases=("musespark1x",), markers=MUSE_FRAMING,
          reads=_EVERY, family="muse", needs_reasoning=True),
+    # branch qwen2 (issue 19): PLaMo 3 (tags 150-159)
+    _engine("plamo3", "plamo3", "PLAMO3", 150, "plamo3", reads=_EVERY),
     ToolRecord("openai", None, Machine.HARMONY, None),
     # glm2: Tencent Hy4 (Hy3's calls without <tool_sep>, read strictly: the block held whole)
     _own("hy_v4", "hy", "HY4", 140, markers=HY4_CALLS, reads=Reads.WITH_CALLS),
@@ -405,6 +407,12 @@ REASONING_RECORDS: tuple[ReasoningRecord, ...] = (
     ReasoningRecord("muse", Machine.FAMILY, thinking=Thinking.KWARGS,
                     switch=Ref(_F + "muse", "thinking"), family="muse", reasoning_config="muse",
                     aliases=("musespark1x",), markers=MUSE_FRAMING),
+    # branch qwen2 (issue 19)
+    _engine_reasoning("plamo3", "plamo3", "plamo3", "plamo3", "thinking"),
+    # MiniCPM-V: Qwen3's grammar (its calls: qwen3_coder's), newline escapes recovered
+    _reasoning("minicpmv", (THINK, END_THINK, TOOL_CALL, CHATML[1])),
+    # Step 3: a legacy parser, everything before the first </think> reasoning
+    _reasoning("step3", (END_THINK,), legacy=True),
     ReasoningRecord("openai_gptoss", Machine.HARMONY),
     # glm2: Tencent Hy4, deepseek_r1's rules on its suffixed think markers unless
     # reasoning_effort is "no_think" (formats/hy.py thinking4)

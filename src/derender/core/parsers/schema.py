@@ -196,3 +196,21 @@ def fix_value(value: Any, schema: Any) -> Any:
 def fix_object(values: dict[str, Any], properties: Mapping[str, Any]) -> dict[str, Any]:
     """vLLM's ``_coerce_dict``: each value whose key has a schema."""
     return {key: fix_value(value, properties.get(key)) for key, value in values.items()}
+
+
+def changes(value: Any, schema: Any) -> bool:
+    """``fix_value`` changes ``value`` (vLLM's ``changed`` of ``_coerce_value``: a string
+    coerced to another object, a nested value changed, another value of another type or
+    value)."""
+    if not isinstance(schema, dict):
+        return False
+    if isinstance(value, str):
+        return coerce(value, schema_mask(schema)) is not value
+    if isinstance(value, dict):
+        nested = schema.get("properties")
+        return isinstance(nested, dict) and any(changes(v, nested.get(k))
+                                                for k, v in value.items())
+    if isinstance(value, list):
+        items = schema.get("items")
+        return isinstance(items, dict) and any(changes(item, items) for item in value)
+    return fix_value(value, schema) is not value
