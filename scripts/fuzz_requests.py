@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import collections
 import copy
+import functools
 import json
 import random
 import sys
@@ -54,8 +55,10 @@ FREE_FORM = ("tools", "chat_template_kwargs", "tool_choice", "response_format", 
 Path_ = tuple[str | int, ...]
 
 
-def seeds(route: str) -> tuple[list[Any], list[Any]]:
-    """The recorded requests of ``route`` (each once): the embedded model's, the others'."""
+@functools.cache
+def seeds(route: str) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+    """The recorded requests of ``route`` (each once): the embedded model's, the others'.
+    Read once per process (the corpus is thousands of files); callers copy what they use."""
     found: list[Any] = []
     others: list[Any] = []
     seen: set[str] = set()
@@ -69,7 +72,7 @@ def seeds(route: str) -> tuple[list[Any], list[Any]]:
             if isinstance(request, dict) and key not in seen:
                 seen.add(key)
                 (found if case.get("model") == "qwen3" else others).append(request)
-    return found, others
+    return tuple(found), tuple(others)
 
 
 def places(value: Any, path: Path_ = ()) -> Iterator[tuple[Path_, Any]]:

@@ -45,19 +45,23 @@ def _shape(value: Any) -> Any:
 
 
 def _structures(paths: list[Path]) -> list[Path]:
-    """One recorded case per answer structure: its route, method and kind, and the statuses
-    and shapes (keys and leaf types, recursively) of vLLM's answers to its calls. The document
-    is checked against each structure the recordings hold, not against each of the thousands
-    of cases that repeat one (``test_conformance.py`` replays them all)."""
-    seen: dict[Any, Path] = {}
-    for path in paths:
+    """Recorded cases that hold every answer structure the recordings hold: each answer's
+    route, method and case kind, its status and its shape (keys and leaf types, recursively),
+    taken from the first case (in corpus order) that answers with it. The document is checked
+    against each structure, not against each of the thousands of cases that repeat one
+    (``test_conformance.py`` replays them all)."""
+    covered: set[Any] = set()
+    chosen: list[Path] = []
+    for path in sorted(paths, key=case_name):
         case = load_case(path)
         calls = case["calls"]
         KIND_OF[path] = (case["endpoint"], calls[0].get("method", "POST"), case["kind"])
-        key = (*KIND_OF[path],
-               frozenset((call.get("status"), _shape(call.get("response"))) for call in calls))
-        seen.setdefault(key, path)
-    return sorted(seen.values(), key=case_name)
+        answers = {(*KIND_OF[path], call.get("status"), _shape(call.get("response")))
+                   for call in calls}
+        if not answers <= covered:
+            covered |= answers
+            chosen.append(path)
+    return chosen
 
 
 KIND_OF: dict[Path, tuple[str, str, str]] = {}

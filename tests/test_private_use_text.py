@@ -4,6 +4,7 @@ chunks. Recorded vLLM answers: cases 1538-1543 (``scripts/tool_cases/edge_cases.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 from typing import Any
@@ -14,6 +15,7 @@ from hypothesis import strategies as st
 
 from derender.core import parsers
 from derender.core.decoding.detokenizer import DecodeWindow, detokenize
+from derender.core.decoding.vocab import Vocabulary
 from derender.core.parsers import RESTORE_MARKUP
 from derender.core.parsers.registry import MARKUP
 from derender.core.parsers.tools import ToolContext
@@ -71,13 +73,20 @@ def test_model_text_with_stand_ins_comes_back_as_written(qwen: Any, data: st.Dat
             for c in message["tool_calls"]] == [("f", {"q": inside})]
 
 
+@functools.cache
+def _vocabularies() -> tuple[Vocabulary, Vocabulary]:
+    """Qwen3's vocabulary and its marked one, built once (each example reads them)."""
+    vocab = load_vocabulary(model_folder(QWEN))
+    return vocab, parsers.marked(vocab)
+
+
 @PROPS
 @given(text=st.text(st.sampled_from([*"a <>/_\n", *STAND_INS]), max_size=40),
        cuts=st.lists(st.integers(0, 40), max_size=6))
 def test_marked_decode_escapes_only_model_text(text: str, cuts: list[int]) -> None:
     """The marked vocabulary's text restores to the plain vocabulary's for any ids, markers
     included, whole and block by block (the detokenizer's joins see any window)."""
-    vocab = load_vocabulary(model_folder(QWEN))
+    vocab, marked_vocab = _vocabularies()
     ids = qwen_ids(text)
     for k in sorted(set(cuts)):  # markers spliced in
         ids.insert(min(k, len(ids)), (THINK, TOOL, END_TOOL)[k % 3])
@@ -85,7 +94,7 @@ def test_marked_decode_escapes_only_model_text(text: str, cuts: list[int]) -> No
     marked, window, parts = "", DecodeWindow(), []
     bounds = [0, *sorted({min(c, len(ids)) for c in cuts}), len(ids)]
     for start, end in itertools.pairwise(bounds):
-        part, window = detokenize(parsers.marked(vocab), window, ids[start:end], False)
+        part, window = detokenize(marked_vocab, window, ids[start:end], False)
         parts.append(part)
     marked = "".join(parts)
     assert marked.translate(RESTORE_MARKUP) == plain
