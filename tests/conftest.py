@@ -42,9 +42,14 @@ from here while tests written against the old place are merged; new tests import
 Parsers = tuple[str | None, str | None]
 
 
-SPLIT = {"test_conformance": 6, "test_openapi": 3, "test_schema_fuzz": 2, "test_tool_formats": 2}
+SPLIT = {"test_conformance": 6, "test_openapi": 3, "test_schema_fuzz": 2, "test_tool_formats": 2,
+         "test_state_bounds": 2, "test_stream_state_form": 2, "test_compact": 2}
 """Modules whose tests are spread over this many worker groups (the largest ones); every
 other module's tests run together on one worker, so that its module fixtures are built once."""
+FIRST = ("test_schema_fuzz", "test_request_fuzz", "test_conformance", "test_state_bounds",
+         "test_stream_state_form", "test_compact", "test_private_use_text")
+"""Modules sent to the workers first (the longest tests), so that the run does not end with
+one worker still in a long test while the other waits."""
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -61,6 +66,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         seen[module] = index + 1
         group = module if parts == 1 else f"{module}-{index % parts}"
         item.add_marker(pytest.mark.xdist_group(group))
+    rank = {module: at for at, module in enumerate(FIRST)}
+    items.sort(key=lambda item: rank.get(
+        item.module.__name__.rsplit(".", 1)[-1] if isinstance(item, pytest.Function) else "",
+        len(FIRST)))
 
 
 def pytest_configure(config: pytest.Config) -> None:

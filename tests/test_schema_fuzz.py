@@ -39,9 +39,9 @@ SIGNING_KEYS = "t1:0123456789abcdef0123456789abcdef"
 ALL_PHASES = "examples,coverage,fuzzing"
 
 RUNS = {  # name: (route counted, operations, phases, fuzzing cases)
-    "chat": (CHAT, f"^({CHAT}|/health|/v1/models)$", ALL_PHASES, 700),
-    "completions": (COMPLETIONS, f"^{COMPLETIONS}$", ALL_PHASES, 400),
-    "completions-more": (COMPLETIONS, f"^{COMPLETIONS}$", "fuzzing", 400),
+    "chat": (CHAT, f"^({CHAT}|/health|/v1/models)$", ALL_PHASES, 1000),
+    "completions": (COMPLETIONS, f"^{COMPLETIONS}$", ALL_PHASES, 600),
+    "completions-more": (COMPLETIONS, f"^{COMPLETIONS}$", "fuzzing", 600),
 }
 """The coverage phase sends about 1500 requests per route in 5 s; fuzzing takes about 60 s
 of one core per 1000 chat cases, 110 s per 1000 completions cases."""
