@@ -19,10 +19,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from derender.core.parsers.formats import functiongemma
-from derender.core.parsers.primitives import merge
 from derender.core.parsers.tools import ToolCallDelta, ToolContext
-from derender.core.state.codec import Reader, Writer
-from derender_testing.tool_streams import requests, run_both
+from derender_testing.tool_streams import cut, feed_checked, requests, run_both
 from tests.test_parser_properties import PROPS
 from tests.test_parser_rules import calls, chat, fields, ids_of
 
@@ -135,29 +133,14 @@ PIECES = (S, E, Q, "<start_function", "_call>", "call:", "get_weather{", "call:g
 
 
 def _all(parts: list[str]) -> tuple[str, list[ToolCallDelta]]:
-    state = functiongemma.FORMAT.start()
-    content: list[str] = []
-    deltas: list[ToolCallDelta] = []
-    for k, part in enumerate(parts):
-        out, more, state = functiongemma.feed(state, part, k == len(parts) - 1, AUTO)
-        content.append(out)
-        deltas += more
-        w = Writer()
-        functiongemma.FORMAT.encode(state, w)
-        assert functiongemma.FORMAT.decode(Reader(bytes(w.out))) == state
-    return "".join(content), merge(deltas)
-
-
-def _cut(text: str, data: st.DataObject) -> list[str]:
-    cuts = sorted(data.draw(st.lists(st.integers(0, len(text)), max_size=8), label="cuts"))
-    return [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)], strict=True)]
+    return feed_checked(functiongemma.FORMAT, parts, AUTO)
 
 
 @settings(PROPS, max_examples=300)
 @given(pieces=st.lists(st.sampled_from(PIECES), max_size=16), data=st.data())
 def test_any_split_reads_as_the_whole(pieces: list[str], data: st.DataObject) -> None:
     text = "".join(pieces)
-    assert _all(_cut(text, data)) == _all([text])
+    assert _all(cut(text, data)) == _all([text])
 
 
 @settings(PROPS, max_examples=60)
@@ -168,7 +151,7 @@ def test_long_calls_and_text_split_alike(size: int, shape: str, data: st.DataObj
         text = S + "call:f{a:" + Q + "é" * size + Q + "}" + E + SINGLE
     else:
         text = "Hi " + S + "x" * size + " " + SINGLE + " tail"
-    assert _all(_cut(text, data)) == _all([text])
+    assert _all(cut(text, data)) == _all([text])
 
 
 @st.composite

@@ -18,10 +18,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from derender.core.parsers.formats import lfm2
-from derender.core.parsers.primitives import merge
 from derender.core.parsers.tools import ToolCallDelta, ToolContext
-from derender.core.state.codec import Reader, Writer
-from derender_testing.tool_streams import requests, run_both
+from derender_testing.tool_streams import cut as cut_text
+from derender_testing.tool_streams import feed_checked, requests, run_both
 from tests.test_parser_properties import PROPS
 from tests.test_parser_rules import calls, chat, fields, ids_of
 
@@ -136,22 +135,7 @@ PIECES = (START, END, STAND_IN, "<|tool_call", "_end|>", "[", "]", " ", "\n", "g
 
 
 def _all(parts: list[str], context: ToolContext) -> tuple[str, list[ToolCallDelta]]:
-    state = lfm2.FORMAT.start()
-    content: list[str] = []
-    deltas: list[ToolCallDelta] = []
-    for k, part in enumerate(parts):
-        out, more, state = lfm2.feed(state, part, k == len(parts) - 1, context)
-        content.append(out)
-        deltas += more
-        w = Writer()
-        lfm2.FORMAT.encode(state, w)
-        assert lfm2.FORMAT.decode(Reader(bytes(w.out))) == state
-    return "".join(content), merge(deltas)
-
-
-def _cut(text: str, data: st.DataObject) -> list[str]:
-    cuts = sorted(data.draw(st.lists(st.integers(0, len(text)), max_size=8), label="cuts"))
-    return [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)], strict=True)]
+    return feed_checked(lfm2.FORMAT, parts, context)
 
 
 @settings(PROPS, max_examples=300)
@@ -159,7 +143,7 @@ def _cut(text: str, data: st.DataObject) -> list[str]:
 def test_any_split_reads_as_the_whole(pieces: list[str], data: st.DataObject) -> None:
     text = "".join(pieces)
     context = data.draw(st.sampled_from(CONTEXTS), label="context")
-    assert _all(_cut(text, data), context) == _all([text], context)
+    assert _all(cut_text(text, data), context) == _all([text], context)
 
 
 @settings(PROPS, max_examples=60)
@@ -167,7 +151,7 @@ def test_any_split_reads_as_the_whole(pieces: list[str], data: st.DataObject) ->
 def test_long_text_after_the_block_splits_alike(size: int, data: st.DataObject) -> None:
     text = SINGLE + " " + "é" * size + END + " tail  "
     context = data.draw(st.sampled_from(CONTEXTS), label="context")
-    assert _all(_cut(text, data), context) == _all([text], context)
+    assert _all(cut_text(text, data), context) == _all([text], context)
 
 
 @st.composite

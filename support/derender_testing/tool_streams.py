@@ -18,8 +18,9 @@ from hypothesis import strategies as st
 
 from derender.core import parsers
 from derender.core.parsers import engine
+from derender.core.parsers.primitives import merge
 from derender.core.parsers.registry import TOOLS_BY_TAG
-from derender.core.parsers.tools import ToolContext
+from derender.core.parsers.tools import ToolCallDelta, ToolContext
 from derender.core.state.codec import Reader, Writer
 from derender_testing.chat_streams import check_equal, chunkings, fold, non_streaming, streaming
 from derender_testing.models import tokenizer
@@ -115,6 +116,29 @@ def feed_all(fmt: Any, pieces: list[str], context: ToolContext,
             entry[0] += delta.name or ""
             entry[1] += delta.arguments
     return content, [calls[i] for i in sorted(calls)]
+
+
+def feed_checked(fmt: Any, parts: list[str], context: ToolContext
+                 ) -> tuple[str, list[ToolCallDelta]]:
+    """Content and merged call deltas of ``fmt`` fed ``parts`` (the last one final), each
+    state it reaches checked to round-trip through its encoding."""
+    state = fmt.start()
+    content: list[str] = []
+    deltas: list[ToolCallDelta] = []
+    for k, part in enumerate(parts):
+        out, more, state = fmt.feed(state, part, k == len(parts) - 1, context)
+        content.append(out)
+        deltas += more
+        w = Writer()
+        fmt.encode(state, w)
+        assert fmt.decode(Reader(bytes(w.out))) == state
+    return "".join(content), merge(deltas)
+
+
+def cut(text: str, data: st.DataObject) -> list[str]:
+    """``text`` cut at up to eight places drawn from ``data``."""
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(text)), max_size=8), label="cuts"))
+    return [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)], strict=True)]
 
 
 def split(text: str, size: int) -> list[str]:
