@@ -110,6 +110,32 @@ def sign(ring: KeyRing, payload: bytes) -> str:
     return base64.urlsafe_b64encode(head + mac).rstrip(b"=").decode("ascii")
 
 
+_FROM_URL_SAFE = bytes.maketrans(b"-_", b"+/")
+BAD_ENCODING = "stream_state is not a valid token (bad encoding)"
+
+
+def _canonical_base64(token: str) -> bytes:
+    """The bytes of ``token``, which must be exactly what ``sign`` writes: URL-safe base64
+    without padding, the unused low bits of its last character zero. A token written any other
+    way (another alphabet, padding, whitespace, set spare bits) is refused, so each payload has
+    one token. The C decoder in strict mode checks the alphabet and the length in one pass;
+    only the last group can be written two ways, so only it is encoded again to compare (the
+    state's largest cost per byte was ``b64decode``'s validating regular expression and a
+    second encoding of the whole token, docs/benchmarks.md section 21)."""
+    try:
+        data = token.encode("ascii")
+        if b"+" in data or b"/" in data or b"=" in data:
+            raise ValueError("not the URL-safe alphabet without padding")
+        raw = binascii.a2b_base64(data.translate(_FROM_URL_SAFE) + b"=" * (-len(data) % 4),
+                                  strict_mode=True)
+    except ValueError:  # binascii.Error and UnicodeEncodeError are ValueErrors
+        raise BadRequestError(BAD_ENCODING) from None
+    tail = len(raw) % 3
+    if tail and base64.urlsafe_b64encode(raw[-tail:])[:tail + 1] != data[-(tail + 1):]:
+        raise BadRequestError(BAD_ENCODING)
+    return raw
+
+
 def verify(ring: KeyRing, state: object, max_chars: int) -> bytes:
     """The payload of a token this ring signed, in either form (``token_of``);
     BadRequestError for anything else."""
@@ -117,12 +143,7 @@ def verify(ring: KeyRing, state: object, max_chars: int) -> bytes:
     if len(token) > max_chars:
         raise BadRequestError(f"stream_state is {len(token)} characters, more than the "
                               f"{max_chars} allowed")
-    try:
-        raw = base64.b64decode(token + "=" * (-len(token) % 4), altchars=b"-_", validate=True)
-    except (binascii.Error, ValueError):
-        raise BadRequestError("stream_state is not a valid token (bad encoding)") from None
-    if base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii") != token:
-        raise BadRequestError("stream_state is not a valid token (bad encoding)")
+    raw = _canonical_base64(token)
     if len(raw) < 2 + MAC_BYTES or raw[0] != VERSION:
         raise BadRequestError("stream_state is not a valid token (unknown version)")
     id_len = raw[1]
