@@ -20,6 +20,7 @@ from derender.core.parsers import RESTORE_MARKUP
 from derender.core.parsers.registry import MARKUP
 from derender.core.parsers.tools import ToolContext
 from derender.core.registry import load_vocabulary
+from derender_testing.chat_streams import Chunking, check_equal, fold, non_streaming, streaming
 from derender_testing.models import model_folder, tokenizer
 from derender_testing.recorded import recorded_chat
 from derender_testing.tool_streams import every_split, run_both
@@ -112,3 +113,22 @@ def test_pythonic_keeps_an_escaped_stand_in_and_escapes_a_surrogate_it_decodes()
         assert calls == [["f", '{"a": "x\ud800", "b": "\\ud800"}']]
 
 
+
+
+@pytest.mark.parametrize("written", ["\ue000", "\ue002x", "a\ue0ff", "\ue00f\ue010"])
+def test_a_call_name_with_stand_ins_comes_back_as_written(qwen: Any, written: str) -> None:
+    """A call's name holding private-use characters (the markers' stand-ins, escaped by the
+    marked decode) is restored like its arguments: the name is the text the model wrote, as
+    the tokenizer decodes it, whole and streamed one id per chunk."""
+    name = "get" + written
+    ids = [THINK, *qwen_ids("r"), END_THINK, TOOL,
+           *qwen_ids(json.dumps({"name": name, "arguments": {"q": 1}}, ensure_ascii=False)),
+           END_TOOL, IM_END]
+    assert name in tokenizer(QWEN).decode(ids)  # the text the model wrote
+    request = {"messages": [{"role": "user", "content": "hi"}],
+               "tools": [{"type": "function", "function": {"name": name, "parameters": {}}}]}
+    expected = non_streaming(qwen, QWEN, ids, "stop", PROMPT_OPEN, request, "pua-name")
+    assert [c["function"]["name"] for c in expected["message"]["tool_calls"]] == [name]
+    ones = Chunking([(i, i + 1) for i in range(len(ids))], False, [1] * len(ids))
+    chunks = streaming(qwen, QWEN, ids, "stop", PROMPT_OPEN, request, "pua-name", ones)
+    check_equal(fold(chunks, request), expected, ids, request, "stop")

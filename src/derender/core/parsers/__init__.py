@@ -554,8 +554,8 @@ def feed(settings: ParserSettings, state: ParserState, text: str, final: bool
             content, calls, tool_state = fmt.step(tool_state, content, final,
                                                   settings.tool_context())
         calls = _kept(settings, calls)
-    calls = [ToolCallDelta(c.index, c.name, c.arguments.translate(RESTORE_MARKUP), c.id)
-             for c in calls]
+    calls = [ToolCallDelta(c.index, None if c.name is None else c.name.translate(RESTORE_MARKUP),
+                           c.arguments.translate(RESTORE_MARKUP), c.id) for c in calls]
     thought, content = thought.translate(RESTORE_MARKUP), content.translate(RESTORE_MARKUP)
     if (reasoning_state is not None and settings.reasoning is not None
             and settings.reasoning.recovers_newlines):
