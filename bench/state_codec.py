@@ -1,0 +1,75 @@
+"""The signed ``stream_state``'s cost per byte: what a stream pays on every chunk for the text
+its parser holds (a call held whole, as some formats must, docs/benchmarks.md section 21).
+
+For payloads of several sizes (random bytes: the codec neither knows nor cares what they hold),
+medians in µs of ``sign`` and ``verify`` (``derender.core.state.token``), and of the steps
+they are made of on this interpreter: base64 encode and decode of the token's bytes and
+HMAC-SHA256 over them. Interleaved, gc off. The per-byte lines at the end are the slope
+between the smallest and the largest payload: the floor a held call adds to every chunk.
+
+    python bench/state_codec.py
+    python bench/state_codec.py --rounds 20000
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import binascii
+import hashlib
+import hmac
+import random
+from collections.abc import Callable
+
+from _common import load_line, machine_line, median, revision, time_interleaved
+
+from derender.core.state.token import KeyRing, sign, verify
+
+SIZES = (50, 500, 1741, 4000, 8000)
+"""Payload bytes: a stream's plain state, a held value, the held call of ``bench/engine_stream.py``
+at chunk 4,000 (hf), and larger."""
+RING = KeyRing.parse("k1:" + "s" * 32)
+SECRET = RING.keys[RING.current]
+
+
+def _steps(payload: bytes) -> tuple[str, list[Callable[[], object]]]:
+    """The token of ``payload``, and the steps timed: sign, verify, then base64 encode, base64
+    decode and HMAC of the token's bytes."""
+    token = sign(RING, payload)
+    assert verify(RING, token, 1 << 20) == payload
+    raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
+    data = base64.b64encode(raw)
+    return token, [lambda: sign(RING, payload), lambda: verify(RING, token, 1 << 20),
+                   lambda: binascii.b2a_base64(raw, newline=False),
+                   lambda: binascii.a2b_base64(data),
+                   lambda: hmac.digest(SECRET, raw, hashlib.sha256)]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rounds", type=int, default=5000)
+    args = parser.parse_args()
+    print(f"machine: {machine_line()}; derender {revision()}; before: {load_line()}")
+    print()
+    print("| payload bytes | token chars | sign µs | verify µs | b64 encode µs | b64 decode µs "
+          "| HMAC µs |")
+    print("|---:|---:|---:|---:|---:|---:|---:|")
+    rows = []
+    rng = random.Random(21)
+    for size in SIZES:
+        payload = bytes(rng.getrandbits(8) for _ in range(size))
+        token, funcs = _steps(payload)
+        medians = [median(s) / 1e3 for s in time_interleaved(funcs, args.rounds)]
+        rows.append((size, len(token), medians))
+        print(f"| {size} | {len(token)} | " + " | ".join(f"{m:.2f}" for m in medians) + " |")
+    (small, _, first), (large, _, last) = rows[0], rows[-1]
+    per_byte = [(b - a) / (large - small) * 1e3 for a, b in zip(first, last, strict=True)]
+    print()
+    print(f"per payload byte ({small} to {large}): sign {per_byte[0]:.2f} ns, verify "
+          f"{per_byte[1]:.2f} ns; a 1,741-byte held call adds "
+          f"{(per_byte[0] + per_byte[1]) * (1741 - small) / 1e3:.1f} µs to every chunk")
+    print(f"after: {load_line()}")
+
+
+if __name__ == "__main__":
+    main()
