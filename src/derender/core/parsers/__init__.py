@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -157,6 +157,21 @@ def harmony_tokens(vocab: Vocabulary) -> object:
     return _harmony().tokens(vocab)
 
 
+_TABLES: list[tuple[tuple[tuple[str, str], ...], Mapping[str, str]]] = []
+"""The last spelling tables built, by their tuple's identity (a few vocabularies per process)."""
+
+
+def spelling_table(spell: tuple[tuple[str, str], ...]) -> Mapping[str, str]:
+    """The table of a ``ParserSettings.spell`` tuple, built once per tuple object: a chunk no
+    longer copies the 60-odd markers' spellings into a new dict (each chunk's fixed cost)."""
+    for known, table in _TABLES:
+        if known is spell:
+            return table
+    built: Mapping[str, str] = dict(spell)  # read-only by its type
+    _TABLES[:] = [(spell, built), *_TABLES[:7]]
+    return built
+
+
 def pairing_error(reasoning_parser: str | None, tool_parser: str | None) -> str | None:
     """Why a pair of parsers cannot serve a model (None: it can). Every pair served can, as in
     vLLM: an engine format's reasoning parser with its family's tool parser is one machine;
@@ -263,8 +278,10 @@ class ParserSettings:
     """Response-template formats: calls are read (else their text is content)."""
 
     @property
-    def spelling(self) -> dict[str, str]:
-        return dict(self.spell)
+    def spelling(self) -> Mapping[str, str]:
+        """``spell`` as a table, one per vocabulary: built once, then the same (read-only)
+        table on every call (the tuple is the vocabulary's, ``Vocabulary.spellings``)."""
+        return spelling_table(self.spell)
 
     @property
     def tools(self) -> bool:

@@ -60,7 +60,13 @@ from derender.core.parsers.schema import (
     tool_name,
     tool_properties,
 )
-from derender.core.parsers.tools import ToolCallDelta, ToolContext, ToolFormat, ToolState
+from derender.core.parsers.tools import (
+    ToolCallDelta,
+    ToolContext,
+    ToolFormat,
+    ToolState,
+    spell_key,
+)
 from derender.core.state.codec import Reader, Writer
 
 
@@ -491,7 +497,7 @@ def feed(config: EngineConfig, state: S, text: str, final: bool, context: ToolCo
     if config.json_when_forced and (context.forced_name or context.required):
         content, deltas, forced = forced_call(state, text, final, context, MAX_SPACE)
         return "", content, deltas, forced
-    spell = tuple(sorted((context.spell or {}).items()))
+    spell = spell_key(context.spell)
     table = _table(config, spell, bool(state.flags & THINKING), not state.flags & NO_TOOLS,
                    bool(state.flags & HOLDS_END))
     run = _Run(state, config, context)

@@ -67,6 +67,24 @@ class ToolContext:
         return marker if self.spell is None else self.spell.get(marker, marker)
 
 
+_KEYS: list[tuple[Mapping[str, str], tuple[tuple[str, str], ...]]] = []
+"""The last spelling tables keyed, by identity (held here, so an identity is never reused)."""
+
+
+def spell_key(spell: Mapping[str, str] | None) -> tuple[tuple[str, str], ...]:
+    """``spell`` as a hashable, order-free key for a format's tables built per spelling: worked
+    out once per table object (``ParserSettings.spelling`` hands the same table to every
+    chunk), not sorted again on every chunk."""
+    if not spell:
+        return ()
+    for known, key in _KEYS:
+        if known is spell:
+            return key
+    key = tuple(sorted(spell.items()))
+    _KEYS[:] = [(spell, key), *_KEYS[:7]]
+    return key
+
+
 class ToolState:
     """Base of every format's state (each format has its own subclass)."""
 

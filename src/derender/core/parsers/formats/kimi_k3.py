@@ -51,7 +51,13 @@ from derender.core.parsers.engine import (
     GlmArgs,
 )
 from derender.core.parsers.registry import MARKUP
-from derender.core.parsers.tools import ToolCallDelta, ToolContext, ToolFormat, ToolState
+from derender.core.parsers.tools import (
+    ToolCallDelta,
+    ToolContext,
+    ToolFormat,
+    ToolState,
+    spell_key,
+)
 from derender.core.state.codec import Reader, Writer, utf8_size
 
 OPEN, CLOSE, SEP = "<|open|>", "<|close|>", "<|sep|>"
@@ -338,7 +344,7 @@ class _Run:
 def feed(state: KimiK3State, text: str, final: bool, context: ToolContext
          ) -> tuple[str, str, list[ToolCallDelta], KimiK3State]:
     """Reasoning, content and tool-call deltas of new text; ``final`` settles what was held."""
-    open_, close, sep = _spellings(tuple(sorted((context.spell or {}).items())))
+    open_, close, sep = _spellings(spell_key(context.spell))
     run = _Run(state, context)
     buf = state.held + text
     finder = Finder(buf)
