@@ -277,6 +277,14 @@ FORMATS["step3"] = Format("Step 3", "qwen3", "qwen3", "qwen3", "hermes", 151645,
                           '{"city": "Lisbon", "notes": "', '"}}\n</tool_call>',
                           reasoning_parser="step3", json_notes=True,
                           folder=REPO / "layers" / "tokenizers" / "qwen3")
+# branch qwen3x (issue 19): the step3 tool parser with its reasoning parser, the block held whole
+FORMATS["step3-tools"] = Format(
+    "Step 3 tools", "qwen3", "qwen3", "qwen3", "step3", 151645,
+    '</think>\n<｜tool_calls_begin｜><｜tool_call_begin｜>function<｜tool_sep｜>'
+    '<steptml:invoke name="get_weather">\n<steptml:parameter name="city">Lisbon'
+    '</steptml:parameter>\n<steptml:parameter name="notes">',
+    "</steptml:parameter>\n</steptml:invoke><｜tool_call_end｜><｜tool_calls_end｜>",
+    reasoning_parser="step3", folder=REPO / "layers" / "tokenizers" / "qwen3")
 
 
 def _folder(name: str) -> Path:

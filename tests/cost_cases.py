@@ -131,6 +131,12 @@ K3_CALL = ('<|open|>call tool="NAME"<|sep|><|open|>argument key="a" type="string
            '<|close|>argument<|sep|><|close|>call<|sep|>')
 TEMPLATES["kimi_k3"] = ("<|open|>response<|sep|>VALUE<|close|>response<|sep|><|open|>tools<|sep|>"
                         + K3_CALL + "<|close|>tools<|sep|><|close|>message<|sep|>")
+# branch qwen3x (issue 19): Step 3's block held whole, the text around it content
+STEP3_HEAD = ('<｜tool_calls_begin｜><｜tool_call_begin｜>function<｜tool_sep｜>'
+              '<steptml:invoke name="')
+TEMPLATES["step3"] = ("Sure. " + STEP3_HEAD + 'NAME"><steptml:parameter name="a">VALUE'
+                      '</steptml:parameter><steptml:parameter name="n">1</steptml:parameter>'
+                      "</steptml:invoke><｜tool_call_end｜><｜tool_calls_end｜> VALUE ")
 """One complete call per tool format, as the model writes it."""
 # granite-inkling: Granite 3.x's JSON list (an object that is no call dropped between calls)
 TEMPLATES["granite"] = ('Sure.\n<tool_call> [{"name": "NAME", "arguments": {"a": "VALUE", '
@@ -189,6 +195,9 @@ PARAMETERS["kimi_k3"] = ('<|open|>tools<|sep|><|open|>call tool="f"<|sep|>',
                          '<|open|>argument key="a" type="string"<|sep|>x<|close|>argument<|sep|>',
                          '<|open|>argument key="a" type="object"<|sep|>x')
 PARAMETERS["hf"] = PARAMETERS["beam"] = PARAMETERS["qwen3_coder"]
+PARAMETERS["step3"] = (STEP3_HEAD + 'f">',  # branch qwen3x
+                      '<steptml:parameter name="a">x</steptml:parameter>',
+                      '<steptml:parameter name="a">x')
 # muse branch
 PARAMETERS["muse"] = ('<|start|>assistant to=f<|message|><atem:function_calls>\n'
                       '<atem:invoke name="f">\n', '<atem:parameter name="a">x</atem:parameter>\n',

@@ -731,6 +731,19 @@ MESSAGE_REASONING[_case_name(6908)] = None
 # ... its streams: with thinking off everything streams as content, and the whitespace between
 # </think> and a hermes call streams as content (the messages: split; none)
 STREAM_AS_MESSAGE.update({_case_name(n): _case_name(n - 1) for n in (6917, 6923)})
+# step3 tool parser (issue 19, branch qwen3x, docs/vllm-compat/step3.md): vLLM streams text
+# before and after the block unstripped, markup split across chunks or after a split marker as
+# content, calls of a block never closed or without a separator, and no arguments for a call
+# without parameters; ours fold to the twin's message.
+STREAM_AS_MESSAGE.update({_case_name(n): _case_name(n - 1) for n in (
+    8611, 8613, 8615, 8617, 8619, 8621, 8625, 8627, 8629, 8637, 8663, 8665, 8667, 8671)})
+# ... and its messages where we differ: whitespace opening content that is said before the
+# calls is kept (vLLM strips it; README compatibility)
+_PARIS_STEP3 = [("get_weather", {"city": "Paris", "unit": "c"})]
+MESSAGE_DIFFERENCES.update({_case_name(n): ours for n, ours in (
+    (8616, ("  Checking \n\n then done.", _PARIS_STEP3, "tool_calls")),
+    (8666, ("\n\nSure.\n\nDone.", _PARIS_STEP3, "tool_calls")),
+)})
 
 # Under VLLM_ENFORCE_STRICT_TOOL_CALLING=1 vLLM leaves JSON-schema output of tool_choice
 # "required" in content; we parse it, as its non-strict recordings do.
@@ -1077,6 +1090,7 @@ ISSUE_19_20: dict[tuple[int, int], tuple[int, str]] = {
     (5400, 5799): (118 + 100, "ernie45 5400-5517, hunyuan_a13b 5520-5619"),
     (5000, 5399): (66 + 72, "granite_thinking_parser 5000-5065, granite 5100-5171"),
     (6600, 6999): (120 + 46 + 30, "plamo3 6600-6719, minicpmv 6800-6845, step3 6900-6929"),
+    (8600, 8799): (74, "step3 tool parser 8600-8673 (alone, and with the step3 reasoning parser)"),
 }
 """The recordings of issues 19 and 20 by number range: how many cases, of which names."""
 

@@ -62,6 +62,8 @@ def test_the_marker_table_is_the_one_states_were_issued_with() -> None:
     assert MARKUP[53:56] == ("<|open|>", "<|close|>", "<|sep|>")  # issue 20: Kimi K3 (kimi3)
     assert MARKUP[56:60] == ("<|start|>", "<|message|>", "<|eom|>", "<|eot|>")  # muse branch
     assert MARKUP[60:62] == ("<response>", "</response>")  # ERNIE 4.5 (wrapped2)
+    assert MARKUP[62:67] == ("<｜tool_calls_begin｜>", "<｜tool_calls_end｜>",  # Step 3 tools
+                             "<｜tool_call_begin｜>", "<｜tool_call_end｜>", "<｜tool_sep｜>")
 
 
 

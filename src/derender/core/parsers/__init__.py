@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
@@ -63,6 +64,14 @@ TOOL_PARSERS = frozenset(TOOLS_BY_NAME)
 RESTORE_MARKUP: dict[int, str | int] = restore_table(MARKUP)
 """``str.translate`` table turning text decoded with the marked vocabulary back into the
 model's text: stand-ins into the markers' text, escaped literals into what was written."""
+_RESTORED = re.compile("[" + "".join(re.escape(chr(key)) for key in sorted(RESTORE_MARKUP)) + "]")
+
+
+def restore(text: str) -> str:
+    """``text.translate(RESTORE_MARKUP)``, skipped where no character of the table occurs
+    (``str.translate`` looks every character of non-ASCII text up, several times slower than
+    this search: a held-block format's long content)."""
+    return text.translate(RESTORE_MARKUP) if _RESTORED.search(text) else text
 
 
 def marked(vocab: Vocabulary) -> Vocabulary:
@@ -571,9 +580,9 @@ def feed(settings: ParserSettings, state: ParserState, text: str, final: bool
             content, calls, tool_state = fmt.step(tool_state, content, final,
                                                   settings.tool_context())
         calls = _kept(settings, calls)
-    calls = [ToolCallDelta(c.index, None if c.name is None else c.name.translate(RESTORE_MARKUP),
-                           c.arguments.translate(RESTORE_MARKUP), c.id) for c in calls]
-    thought, content = thought.translate(RESTORE_MARKUP), content.translate(RESTORE_MARKUP)
+    calls = [ToolCallDelta(c.index, None if c.name is None else restore(c.name),
+                           restore(c.arguments), c.id) for c in calls]
+    thought, content = restore(thought), restore(content)
     if (reasoning_state is not None and settings.reasoning is not None
             and settings.reasoning.recovers_newlines):
         thought, content, reasoning_state = _recover(reasoning_state, thought, content,

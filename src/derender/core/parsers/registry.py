@@ -232,6 +232,10 @@ MUSE_FRAMING = (Marker(56, "<|start|>"), Marker(57, "<|message|>"), Marker(58, "
                 Marker(59, "<|eot|>"))
 # wrapped2 (ERNIE 4.5): the answer markers of its content
 ERNIE45_RESPONSE = (Marker(60, "<response>"), Marker(61, "</response>"))
+# qwen3x (issue 19): Step 3's call markers
+STEP3_CALLS = (Marker(62, "<｜tool_calls_begin｜>"), Marker(63, "<｜tool_calls_end｜>"),
+               Marker(64, "<｜tool_call_begin｜>"), Marker(65, "<｜tool_call_end｜>"),
+               Marker(66, "<｜tool_sep｜>"))
 
 QWEN3_TOOLS = (TOOL_CALL, END_TOOL_CALL)
 QWEN3_REASONING = (THINK, END_THINK, TOOL_CALL, *CHATML)
@@ -346,6 +350,8 @@ TOOL_RECORDS: tuple[ToolRecord, ...] = (
     _own("ernie45", "hermes", "ERNIE45", 120, markers=QWEN3_TOOLS),
     # Hunyuan-A13B's <tool_calls>[…]</tool_calls> JSON list (json_wrapped's machine, as jamba)
     _own("hunyuan_a13b", "json_wrapped", "HUNYUAN_A13B_FORMAT", 121, markers=(JAMBA_CALLS,)),
+    # qwen3x (issue 19, tags 195-199): Step 3's block held whole (Hy4's machine, formats/step3.py)
+    _own("step3", "step3", "FORMAT", 195, markers=STEP3_CALLS),
 )
 """The tool-call formats."""
 

@@ -38,9 +38,9 @@ import functools
 import json
 import re
 import warnings
-from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from typing import Any, TypeVar
 
 from derender.core.decoding.markers import pending_prefix
 from derender.core.parsers.engine import (
@@ -55,10 +55,15 @@ from derender.core.parsers.engine import (
     GlmArgs,
     make_format,
 )
-from derender.core.parsers.primitives import leading_text, leads_content
+from derender.core.parsers.primitives import (
+    MAX_LEADING_SPACE,
+    leading_text,
+    leads_content,
+    split_space,
+)
 from derender.core.parsers.registry import REQUEST_EFFORT
 from derender.core.parsers.schema import tool_properties
-from derender.core.parsers.tools import ToolCallDelta, ToolContext, ToolFormat, ToolState
+from derender.core.parsers.tools import Feed, ToolCallDelta, ToolContext, ToolFormat, ToolState
 from derender.core.state.codec import Reader, Writer, utf8_size
 
 _ALIASES = {"str": "string", "text": "string", "varchar": "string", "char": "string",
@@ -198,6 +203,9 @@ compatibility table)."""
 MAX_BLOCK = 4096
 """Bytes (UTF-8, as the state holds them) of a call block held until its ``</tool_calls>``; a
 longer block is content (README compatibility table)."""
+MAX_BLOCK_SPACE = 256
+"""``stripped`` formats: characters of whitespace held where the content may end (longer is
+said)."""
 
 HY4_OPEN, HY4_BLOCK, HY4_DONE, HY4_TEXT = range(4)
 """Before the block; in it (held); after the returned calls (dropped); all content (the block
@@ -214,6 +222,9 @@ class Hy4State(ToolState):
     """Whitespace alone before the block (dropped if its calls are returned)."""
     spoke: bool = False
     """Content other than whitespace was emitted."""
+
+
+H = TypeVar("H", bound=Hy4State)
 
 
 @functools.cache
@@ -257,10 +268,49 @@ def hy4_calls(block: str, context: ToolContext) -> list[tuple[str, str]] | None:
     return calls
 
 
-def _hy4_feed(state: Hy4State, text: str, final: bool, context: ToolContext
-              ) -> tuple[str, list[ToolCallDelta], Hy4State]:
+@dataclass(frozen=True, slots=True)
+class HeldBlock:
+    """A format whose calls are one block held whole and read at its end (``hy_v4``; ``step3``,
+    ``formats/step3.py``): what it differs in."""
+
+    start: str
+    end: str
+    read: Callable[[str, ToolContext], list[tuple[str, str]] | None]
+    """The block's text (between the markers as spelled) → its calls, or None: no call (the
+    whole output is content)."""
+    end_first: bool = False
+    """An end marker before the first start makes the whole output content (``hy_v4``)."""
+    stripped: bool = False
+    """The content is the text before the block and the text after it, the two joined and
+    stripped (``step3``); else the text before as written (whitespace alone: none), the text
+    after dropped."""
+    forced: Feed[Any] | None = None
+    """The machine under a forced ``tool_choice`` (vLLM's JSON path); None: this one."""
+
+
+HY4_AFTER = HY4_TEXT + 1
+"""``stripped`` formats: after the returned calls (content, stripped)."""
+
+
+def _said(text: str, space: str, spoke: bool) -> tuple[str, str, bool]:
+    """``stripped`` formats: what of ``space + text`` is said now, and the whitespace held,
+    which may end the content (dropped if a returned call follows; leading whitespace is held
+    until something else is said, up to ``MAX_LEADING_SPACE``; trailing, up to
+    ``MAX_BLOCK_SPACE``)."""
+    text = space + text
+    if not spoke and not text.strip():
+        return ("", text, False) if len(text) <= MAX_LEADING_SPACE else (text, "", True)
+    said, held = split_space(text, MAX_BLOCK_SPACE)
+    return said, held, True
+
+
+def held_block_feed(spec: HeldBlock, state: H, text: str, final: bool, context: ToolContext
+                    ) -> tuple[str, list[ToolCallDelta], H]:
     """Content and the calls of new text; ``final`` settles what was held back."""
-    start, end = context.spelled(HY4_CALLS), context.spelled(HY4_END_CALLS)
+    if spec.forced is not None and (context.forced_name is not None or context.required):
+        forced: tuple[str, list[ToolCallDelta], H] = spec.forced(state, text, final, context)
+        return forced
+    start, end = context.spelled(spec.start), context.spelled(spec.end)
     mode, space, spoke = state.mode, state.space, state.spoke
     scan = max(0, len(state.held) - len(end) + 1) if mode == HY4_BLOCK else 0
     buf = state.held + text
@@ -274,17 +324,42 @@ def _hy4_feed(state: Hy4State, text: str, final: bool, context: ToolContext
             out.append(buf)
             buf = ""
             break
+        if mode == HY4_AFTER:  # stripped: after the calls, the content's leading space dropped
+            if not spoke:
+                buf, space = buf.lstrip(), ""
+            if buf:
+                said, space, spoke = _said(buf, space, spoke)
+                out.append(said)
+            if final:
+                space = ""
+            buf = ""
+            break
         if mode == HY4_OPEN:
-            at, ended = buf.find(start), buf.find(end)
-            if ended != -1 and (at == -1 or ended < at):  # vLLM's end before its start
-                mode, spoke = HY4_TEXT, True
-                continue
+            at = buf.find(start)
+            if spec.end_first:
+                ended = buf.find(end)
+                if ended != -1 and (at == -1 or ended < at):  # vLLM's end before its start
+                    mode, spoke = HY4_TEXT, True
+                    continue
             if at == -1:
+                if spec.stripped:
+                    if final:
+                        out.append(space + buf)
+                        buf, space = "", ""
+                        break
+                    hold = pending_prefix(buf, (start,))
+                    said, space, spoke = _said(buf[:len(buf) - hold], space, spoke)
+                    out.append(said)
+                    buf = buf[len(buf) - hold:]
+                    break
                 piece, buf, spoke = leading_text(buf, (start, end), final, spoke, False)
                 out.append(piece)
                 break
             before = buf[:at]
-            if leads_content(before, spoke):
+            if spec.stripped:
+                said, space, spoke = _said(before, space, spoke)
+                out.append(said)
+            elif leads_content(before, spoke):
                 out.append(before)
                 spoke = True
             else:
@@ -299,18 +374,29 @@ def _hy4_feed(state: Hy4State, text: str, final: bool, context: ToolContext
             if utf8_size(buf[:held]) <= MAX_BLOCK:
                 break
         found = None if close == -1 or utf8_size(block) > MAX_BLOCK \
-            else hy4_calls(block, context)
+            else spec.read(block, context)
         if found is None:  # faulty, unclosed or too long: the whole output is content
             out.append(space + start + buf)
             mode, buf, space, spoke = HY4_TEXT, "", "", True
             continue
         calls = [ToolCallDelta(i, name, arguments) for i, (name, arguments) in enumerate(found)]
+        if spec.stripped:
+            mode, buf = HY4_AFTER, buf[close + len(end):]
+            continue
         mode, buf, space = HY4_DONE, "", ""
         break
     if final and mode == HY4_OPEN and space:
         out.insert(0, space)
         space = ""
-    return "".join(out), calls, Hy4State(mode, buf, space, spoke)
+    return "".join(out), calls, replace(state, mode=mode, held=buf, space=space, spoke=spoke)
+
+
+HY4_BLOCK_SPEC = HeldBlock(HY4_CALLS, HY4_END_CALLS, hy4_calls, end_first=True)
+
+
+def _hy4_feed(state: Hy4State, text: str, final: bool, context: ToolContext
+              ) -> tuple[str, list[ToolCallDelta], Hy4State]:
+    return held_block_feed(HY4_BLOCK_SPEC, state, text, final, context)
 
 
 def _hy4_encode(state: Hy4State, w: Writer) -> None:
