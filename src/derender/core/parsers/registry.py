@@ -232,6 +232,8 @@ MUSE_FRAMING = (Marker(56, "<|start|>"), Marker(57, "<|message|>"), Marker(58, "
                 Marker(59, "<|eot|>"))
 # wrapped2 (ERNIE 4.5): the answer markers of its content
 ERNIE45_RESPONSE = (Marker(60, "<response>"), Marker(61, "</response>"))
+# branch json3 (Apertus): its tool block's markers
+APERTUS_TOOLS = (Marker(62, "<|tools_prefix|>"), Marker(63, "<|tools_suffix|>"))
 
 QWEN3_TOOLS = (TOOL_CALL, END_TOOL_CALL)
 QWEN3_REASONING = (THINK, END_THINK, TOOL_CALL, *CHATML)
@@ -346,6 +348,9 @@ TOOL_RECORDS: tuple[ToolRecord, ...] = (
     _own("ernie45", "hermes", "ERNIE45", 120, markers=QWEN3_TOOLS),
     # Hunyuan-A13B's <tool_calls>[…]</tool_calls> JSON list (json_wrapped's machine, as jamba)
     _own("hunyuan_a13b", "json_wrapped", "HUNYUAN_A13B_FORMAT", 121, markers=(JAMBA_CALLS,)),
+    # branch json3 (tags 190-194): Apertus' one-key call objects between <|tools_prefix|> and
+    # <|tools_suffix|> (json_wrapped's machine, Wrapper.keyed)
+    _own("apertus", "json_wrapped", "APERTUS_FORMAT", 190, markers=APERTUS_TOOLS),
 )
 """The tool-call formats."""
 
