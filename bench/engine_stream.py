@@ -277,6 +277,11 @@ FORMATS["step3"] = Format("Step 3", "qwen3", "qwen3", "qwen3", "hermes", 151645,
                           '{"city": "Lisbon", "notes": "', '"}}\n</tool_call>',
                           reasoning_parser="step3", json_notes=True,
                           folder=REPO / "layers" / "tokenizers" / "qwen3")
+# branch json3: Apertus' one-key call object between its markers (a stand-in vocabulary)
+FORMATS["apertus"] = Format("Apertus", "apertus-standin", "apertus-standin", "apertus-standin",
+                            "apertus", 50256,
+                            '<|tools_prefix|>[{"get_weather": {"city": "Lisbon", "notes": "',
+                            '"}}]<|tools_suffix|>', lead="content", json_notes=True)
 
 
 def _folder(name: str) -> Path:

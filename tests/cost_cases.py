@@ -131,6 +131,9 @@ K3_CALL = ('<|open|>call tool="NAME"<|sep|><|open|>argument key="a" type="string
            '<|close|>argument<|sep|><|close|>call<|sep|>')
 TEMPLATES["kimi_k3"] = ("<|open|>response<|sep|>VALUE<|close|>response<|sep|><|open|>tools<|sep|>"
                         + K3_CALL + "<|close|>tools<|sep|><|close|>message<|sep|>")
+# branch json3: Apertus' one-key call objects, text after the list and after the suffix
+TEMPLATES["apertus"] = ('Sure. <|tools_prefix|>[{"NAME": {"a": "VALUE"}}, {}] VALUE '
+                        "<|tools_suffix|> done <|tools_suffix|>")
 """One complete call per tool format, as the model writes it."""
 # granite-inkling: Granite 3.x's JSON list (an object that is no call dropped between calls)
 TEMPLATES["granite"] = ('Sure.\n<tool_call> [{"name": "NAME", "arguments": {"a": "VALUE", '
