@@ -17,12 +17,12 @@ from derender.core.registry import ServedModel, load_vocabulary, read_model_info
 from derender_testing.tokenizer_variants import (
     copy_layer_tokenizer,
     copy_tokenizer,
+    derive_apertus_standin,
     derive_ernie45_standin,
     derive_functiongemma_standin,
     derive_gemma4_standin,
     derive_gigachat3_standin,
     derive_granite4_standin,
-    derive_apertus_standin,
     derive_hunyuan_a13b_standin,
     derive_hy3_standin,
     derive_hy4_standin,
