@@ -727,19 +727,14 @@ MESSAGE_DIFFERENCES.update({_case_name(5610): (
 # whitespace its message strips, lose the text after a block or a malformed block's text,
 # number calls by their list position, stream null arguments as "" and cut-off arguments as
 # partial text; its unicode stream fails (400) on an escaped pair split across chunks. Ours fold
-# to the twin's message. Messages where we differ: content before a block keeps its leading
-# whitespace (8418), a call cut off keeps the arguments as written (vLLM closes them as
-# partial JSON: 8458, 8460, 8462, 8464).
+# to the twin's message. The message where we differ: content before a block keeps its
+# leading whitespace (8418).
 SUPPORTED_BEYOND_VLLM.add(_case_name(8409))
 STREAM_AS_MESSAGE.update({_case_name(n): _case_name(n - 1) for n in (
     8417, 8419, 8427, 8431, 8433, 8435, 8439, 8441, 8443, 8445, 8447, 8449, 8459, 8461, 8463,
     8465, 8485)})
 MESSAGE_DIFFERENCES.update({_case_name(n): ours for n, ours in (
     (8418, ("  Checking.\nDone.", [_PARIS_C], "tool_calls")),
-    (8458, (None, [("get_weather", '{"city": "Par')], "length")),
-    (8460, (None, [("set_config", '{"count": 12')], "length")),
-    (8462, (None, [_PARIS_C, ("get_time", "{")], "length")),
-    (8464, ("Sure.", [("get_weather", '{"city": "Pa\\u00')], "length")),
 )})
 MESSAGE_REASONING.update({_case_name(5610): None})
 # step3 reasoning (issue 19, branch qwen2): an output opening with </think> has an empty

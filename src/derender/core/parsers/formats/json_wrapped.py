@@ -18,7 +18,8 @@ one call object. Each format is data (``Wrapper``) read by one machine:
   ``{"NAME": ARGUMENTS}`` (or one such object), ``<|tools_suffix|>`` (``Wrapper.keyed``): the
   content before the block and the text after the list and after the suffix are kept, each
   stripped, joined by a newline (``Wrapper.closer``); elements that are no call are skipped; a
-  block that is not JSON makes the whole output content (docs/vllm-compat/json_wrapped.md).
+  block that is not JSON makes the whole output content; arguments cut off are closed as
+  partial JSON closes them (``Mode.SETTLED``; docs/vllm-compat/json_wrapped.md).
 
 This machine serves streaming and non-streaming alike (docs/design.md, Parsers), with a small
 state:
@@ -56,11 +57,17 @@ from typing import Any, TypeVar
 from derender.core.decoding.markers import Finder, pending_prefix
 from derender.core.parsers.json_value import (
     JSON_SPACE,
+    MAX_OPEN,
     SPACE_PATTERN,
+    START,
+    STRING,
     STRING_PATTERN,
+    Settled,
     ValueScan,
     could_be_head,
     scan,
+    settle,
+    settle_end,
 )
 from derender.core.parsers.primitives import (
     MAX_LEADING_SPACE,
@@ -191,6 +198,9 @@ class Mode(IntEnum):
     """After a keyed block's closer: stripped content, closers removed."""
     CLOSED_ON = 14
     """``CLOSED`` once its text began."""
+    SETTLED = 15
+    """A keyed call's arguments, read as partial JSON reads them (``settled``): a member not
+    yet whole is held back, and a value cut off by the end of the output is closed."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,6 +212,8 @@ class WrappedState(ToolState):
     spoke: bool = False
     """Content other than whitespace was emitted."""
     scan: ValueScan = field(default_factory=ValueScan)
+    settled: Settled = field(default_factory=Settled)
+    """``Mode.SETTLED``: where the arguments were last cut (``Wrapper.keyed`` formats only)."""
 
 
 W = TypeVar("W", bound=WrappedState)
@@ -231,13 +243,14 @@ def feed(wrapper: Wrapper, state: W, text: str, final: bool, context: ToolContex
     buffer = state.held + text
     finder = Finder(buffer)
     mode, calls, spoke, scanner = state.mode, state.calls, state.spoke, state.scan
+    settled = state.settled
     content: list[str] = []
     deltas: list[ToolCallDelta] = []
     held = ""
     space = ""
     """Whitespace and the opener before the element being read while no call was read:
     content if it turns out no call."""
-    while buffer:
+    while buffer or (final and mode == Mode.SETTLED):  # (a value cut off is closed)
         if mode == Mode.CONTENT and required:  # only a list opening the output is read
             body = buffer.lstrip()
             if not body:
@@ -324,7 +337,7 @@ def feed(wrapper: Wrapper, state: W, text: str, final: bool, context: ToolContex
             if match is not None and match.end() <= MAX_HEAD:
                 deltas.append(ToolCallDelta(calls, json.loads(f'"{match.group(1)}"'), ""))
                 calls += 1
-                mode, buffer, scanner, space = Mode.ARGS, body[match.end():], ValueScan(), ""
+                mode, buffer, settled, space = Mode.SETTLED, body[match.end():], Settled(), ""
                 continue
             if not final and len(body) < MAX_HEAD and (
                     not body or _KEYED_PARTIAL.fullmatch(body) is not None):
@@ -419,6 +432,26 @@ def feed(wrapper: Wrapper, state: W, text: str, final: bool, context: ToolContex
             if piece:
                 deltas.append(ToolCallDelta(calls - 1, None, piece))
             buffer = rest
+        elif mode == Mode.SETTLED:
+            cut, end, after_cut, whole = settle(settled, buffer)
+            if buffer[:cut]:
+                deltas.append(ToolCallDelta(calls - 1, None, buffer[:cut]))
+            unsettled, settled = buffer[cut:], after_cut
+            if end is not None:
+                mode, buffer, settled = Mode.TAIL, unsettled, Settled()
+                scanner = ValueScan(started=True, depth=1)
+                continue
+            if not whole or len(unsettled) > MAX_HEAD:  # not JSON, or too long to hold: as written
+                mode, buffer, settled = Mode.ARGS, unsettled, Settled()
+                scanner = ValueScan(started=after_cut.where != START, depth=len(after_cut.stack),
+                                    in_string=after_cut.where == STRING)
+                continue
+            if final:  # cut off: closed as partial JSON closes it
+                deltas.append(ToolCallDelta(calls - 1, None, settle_end(after_cut, unsettled)))
+                mode, settled = Mode.AFTER, Settled()
+                break
+            held = unsettled
+            break
         elif mode == Mode.TAIL:
             end, after = scan(scanner, buffer)
             if end is None:
@@ -463,7 +496,8 @@ def feed(wrapper: Wrapper, state: W, text: str, final: bool, context: ToolContex
         # waits: read again from before the wrapper
         mode, held = Mode.CONTENT, space + held
     return ("".join(content), merge(deltas),
-            replace(state, mode=mode, held=held, calls=calls, spoke=spoke, scan=scanner))
+            replace(state, mode=mode, held=held, calls=calls, spoke=spoke, scan=scanner,
+                    settled=settled))
 
 
 _TRAILS = (Mode.TRAIL, Mode.TRAIL_ON, Mode.CLOSED, Mode.CLOSED_ON)
@@ -567,6 +601,12 @@ def _encode(state: WrappedState, w: Writer) -> None:
     w.uint(state.scan.depth)
 
 
+def _encode_keyed(state: WrappedState, w: Writer) -> None:
+    _encode(state, w)
+    w.text(state.settled.stack)
+    w.uint(state.settled.where)
+
+
 def _format(wrapper: Wrapper, state_type: type[W]) -> ToolFormat[W]:
     def feed_(state: W, text: str, final: bool, context: ToolContext
               ) -> tuple[str, list[ToolCallDelta], W]:
@@ -576,9 +616,17 @@ def _format(wrapper: Wrapper, state_type: type[W]) -> ToolFormat[W]:
         mode, held, calls, bits, depth = r.uint(), r.text(), r.uint(), r.uint(), r.uint()
         if mode > max(Mode) or bits >> 5:
             raise ValueError(f"malformed {wrapper.name} state")
-        return state_type(Mode(mode), held, calls, bool(bits & 1), unpack_scan(bits, depth))
+        settled = Settled()
+        if wrapper.keyed:
+            stack, where = r.text(), r.uint()
+            if where > STRING or len(stack) > MAX_OPEN or stack.strip("{["):
+                raise ValueError(f"malformed {wrapper.name} state")
+            settled = Settled(stack, where)
+        return state_type(Mode(mode), held, calls, bool(bits & 1), unpack_scan(bits, depth),
+                          settled)
 
-    return ToolFormat(wrapper.name, state_type, state_type, feed_, _encode, decode)
+    return ToolFormat(wrapper.name, state_type, state_type, feed_,
+                      _encode_keyed if wrapper.keyed else _encode, decode)
 
 
 @dataclass(frozen=True, slots=True)
