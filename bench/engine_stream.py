@@ -285,6 +285,11 @@ FORMATS["step3-tools"] = Format(
     '</steptml:parameter>\n<steptml:parameter name="notes">',
     "</steptml:parameter>\n</steptml:invoke><｜tool_call_end｜><｜tool_calls_end｜>",
     reasoning_parser="step3", folder=REPO / "layers" / "tokenizers" / "qwen3")
+# branch json3: Apertus' one-key call object between its markers (a stand-in vocabulary)
+FORMATS["apertus"] = Format("Apertus", "apertus-standin", "apertus-standin", "apertus-standin",
+                            "apertus", 50256,
+                            '<|tools_prefix|>[{"get_weather": {"city": "Lisbon", "notes": "',
+                            '"}}]<|tools_suffix|>', lead="content", json_notes=True)
 
 
 def _folder(name: str) -> Path:

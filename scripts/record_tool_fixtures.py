@@ -11,7 +11,7 @@ FORMAT is a module of ``scripts/tool_cases/`` (``llama3``, ``deepseek``, ``mistr
 ``qwen3_coder``, ``harmony``, ``deepseek_v31vocab``, ``deepseek_dsml``, ``glm``, ``minimax``,
 ``qwen3_family``, ``kimi``, ``gemma4``, ``engine_alone``, ``edge_cases``, ``no_tools``,
 ``granite``, ``longcat``, ``pythonic_family``, ``json_wrapped``, ``pairing``, ``ernie45``,
-``hunyuan_a13b``;
+``hunyuan_a13b``, ``apertus``;
 docs/recording/README.md lists them with their case numbers); one PORT per server of the
 format, in the order its table lists them. ``--only`` records just the
 cases so numbered, ``--into`` writes somewhere other than tests/fixtures/vllm-0.33/.

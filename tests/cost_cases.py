@@ -137,6 +137,9 @@ STEP3_HEAD = ('<｜tool_calls_begin｜><｜tool_call_begin｜>function<｜tool_s
 TEMPLATES["step3"] = ("Sure. " + STEP3_HEAD + 'NAME"><steptml:parameter name="a">VALUE'
                       '</steptml:parameter><steptml:parameter name="n">1</steptml:parameter>'
                       "</steptml:invoke><｜tool_call_end｜><｜tool_calls_end｜> VALUE ")
+# branch json3: Apertus' one-key call objects, text after the list and after the suffix
+TEMPLATES["apertus"] = ('Sure. <|tools_prefix|>[{"NAME": {"a": "VALUE"}}, {}] VALUE '
+                        "<|tools_suffix|> done <|tools_suffix|>")
 """One complete call per tool format, as the model writes it."""
 # granite-inkling: Granite 3.x's JSON list (an object that is no call dropped between calls)
 TEMPLATES["granite"] = ('Sure.\n<tool_call> [{"name": "NAME", "arguments": {"a": "VALUE", '

@@ -723,6 +723,19 @@ STREAM_AS_MESSAGE.update({_case_name(n): _case_name(n - 1) for n in (
     5593, 5595, 5597, 5599, 5601, 5603, 5609, 5613, 5617, 5619)})
 MESSAGE_DIFFERENCES.update({_case_name(5610): (
     "Hmm. <think>\nParis weather; call the tool.\n</think>\n<answer>\nSunny.", [], "stop")})
+# apertus (branch json3, docs/vllm-compat/json_wrapped.md "apertus"): vLLM's streams keep
+# whitespace its message strips, lose the text after a block or a malformed block's text,
+# number calls by their list position, stream null arguments as "" and cut-off arguments as
+# partial text; its unicode stream fails (400) on an escaped pair split across chunks. Ours fold
+# to the twin's message. The message where we differ: content before a block keeps its
+# leading whitespace (8418).
+SUPPORTED_BEYOND_VLLM.add(_case_name(8409))
+STREAM_AS_MESSAGE.update({_case_name(n): _case_name(n - 1) for n in (
+    8417, 8419, 8427, 8431, 8433, 8435, 8439, 8441, 8443, 8445, 8447, 8449, 8459, 8461, 8463,
+    8465, 8485)})
+MESSAGE_DIFFERENCES.update({_case_name(n): ours for n, ours in (
+    (8418, ("  Checking.\nDone.", [_PARIS_C], "tool_calls")),
+)})
 MESSAGE_REASONING.update({_case_name(5610): None})
 # step3 reasoning (issue 19, branch qwen2): an output opening with </think> has an empty
 # reasoning, which vLLM's message gives as "" and ours as null (README compatibility)
@@ -1091,6 +1104,7 @@ ISSUE_19_20: dict[tuple[int, int], tuple[int, str]] = {
     (5000, 5399): (66 + 72, "granite_thinking_parser 5000-5065, granite 5100-5171"),
     (6600, 6999): (120 + 46 + 30, "plamo3 6600-6719, minicpmv 6800-6845, step3 6900-6929"),
     (8600, 8799): (74, "step3 tool parser 8600-8673 (alone, and with the step3 reasoning parser)"),
+    (8400, 8599): (86, "apertus 8400-8485"),
 }
 """The recordings of issues 19 and 20 by number range: how many cases, of which names."""
 

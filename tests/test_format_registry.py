@@ -64,6 +64,7 @@ def test_the_marker_table_is_the_one_states_were_issued_with() -> None:
     assert MARKUP[60:62] == ("<response>", "</response>")  # ERNIE 4.5 (wrapped2)
     assert MARKUP[62:67] == ("<｜tool_calls_begin｜>", "<｜tool_calls_end｜>",  # Step 3 tools
                              "<｜tool_call_begin｜>", "<｜tool_call_end｜>", "<｜tool_sep｜>")
+    assert MARKUP[67:69] == ("<|tools_prefix|>", "<|tools_suffix|>")  # Apertus
 
 
 

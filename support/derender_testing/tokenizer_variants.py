@@ -639,3 +639,14 @@ def derive_plamo3_standin(source: Path, target: Path) -> bool:
         config["model_max_length"] = 131072
 
     return derive(source, target, build)
+
+
+APERTUS_ADDED = ("<|tools_prefix|>", "<|tools_suffix|>")
+"""``apertus-standin`` (branch json3): Apertus' own vocabulary (131,072 ids) is not available
+offline; the stand-in is GPT-2's with the two markers vLLM's ``apertus`` parser reads appended
+as added special tokens at 50257-50258 (not Apertus' ids, which are unverified here), special
+as in Apertus (the parser turns ``skip_special_tokens`` off to see them)."""
+
+
+def derive_apertus_standin(source: Path, target: Path) -> bool:
+    return derive_added_tokens(source, target, APERTUS_ADDED)

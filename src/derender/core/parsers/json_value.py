@@ -135,3 +135,129 @@ def could_be_head(text: str, start: int = 0) -> bool:
         else:
             return False
     return True
+
+
+# Partial JSON, read as vLLM's ``partial_json_parser`` reads a value cut off (``Allow.ALL``)
+
+START, OPEN, VALUE, STRING = 0, 1, 2, 3
+"""Where a settled cut stands: before the value, just after a ``{`` or ``[``, after a whole
+value, inside a string value."""
+MAX_OPEN = 64
+"""Containers open at once that a settled reading follows (deeper, it gives up)."""
+_KEY = re.compile(rf"{STRING_PATTERN}[ \t\n\r]*:[ \t\n\r]*")
+_ESCAPE = re.compile(r'\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})')
+_SCALAR = re.compile(r"[^ \t\n\r,\]}]*")
+_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
+_MEMBER = re.compile(rf"[ \t\n\r]*,?[ \t\n\r]*(?:{STRING_PATTERN}[ \t\n\r]*:[ \t\n\r]*)?")
+_CLOSERS = {"{": "}", "[": "]"}
+
+
+@dataclass(frozen=True, slots=True)
+class Settled:
+    """A JSON value's text read up to a point where it may be cut: what partial JSON makes of
+    the text so far is that text, then the closers of ``stack`` (and ``"`` in a string)."""
+
+    stack: str = ""
+    """The containers open, outermost first (``{`` and ``[``)."""
+    where: int = START
+
+
+def settle(state: Settled, text: str) -> tuple[int, int | None, Settled, bool]:
+    """Read ``text`` on from ``state``: (how much of it is settled, where the value ends or
+    None, the state there, whether the text read is JSON). Text after the settled part is a
+    member or element not yet whole (a key, ``,``, a number or literal still being written, an
+    escape cut off): held back, partial JSON may drop or change it."""
+    stack, where = state.stack, state.where
+    pos, size = 0, len(text)
+    while True:
+        if where == STRING:
+            while pos < size:
+                run = _STRING_RUN.match(text, pos)
+                if run is not None:
+                    pos = run.end()
+                elif text[pos] == '"':
+                    pos, where = pos + 1, VALUE
+                    break
+                else:
+                    escape = _ESCAPE.match(text, pos)
+                    if escape is None:  # cut off (or not JSON: read as cut off)
+                        return pos, None, Settled(stack, STRING), \
+                            _PARTIAL_ESCAPE.fullmatch(text, pos) is not None
+                    pos = escape.end()
+            if where == STRING:
+                return pos, None, Settled(stack, STRING), True
+            if not stack:
+                return pos, pos, Settled(), True
+            continue
+        cut = pos
+        at = _skip_json_space(text, pos)
+        if at == size:
+            return at, None, Settled(stack, where), True
+        char = text[at]
+        if where != START and stack and char == _CLOSERS[stack[-1]]:
+            stack, pos, where = stack[:-1], at + 1, VALUE
+            if not stack:
+                return pos, pos, Settled(), True
+            continue
+        if where == VALUE:
+            if char != ",":
+                return cut, None, Settled(stack, where), False
+            at = _skip_json_space(text, at + 1)
+        if where != START and stack[-1] == "{":
+            key = _KEY.match(text, at)
+            if key is None:  # a key being written, or not JSON
+                name = _STRING.match(text, at)
+                whole = at == size or _PARTIAL_STRING.fullmatch(text, at) is not None or (
+                    name is not None and _skip_json_space(text, name.end()) == size)
+                return cut, None, Settled(stack, where), whole
+            at = key.end()
+        if at == size:
+            return cut, None, Settled(stack, where), True
+        char = text[at]
+        if char == '"':
+            pos, where = at + 1, STRING
+            continue
+        if char in "{[":
+            if len(stack) >= MAX_OPEN:
+                return cut, None, Settled(stack, where), False
+            stack, pos, where = stack + char, at + 1, OPEN
+            continue
+        scalar = _SCALAR.match(text, at)
+        end = at if scalar is None else scalar.end()
+        if end == size:  # a number or literal that may go on
+            return cut, None, Settled(stack, where), True
+        try:
+            json.loads(text[at:end])
+        except ValueError:
+            return cut, None, Settled(stack, where), False
+        pos, where = end, VALUE
+        if not stack:
+            return pos, pos, Settled(), True
+
+
+_PARTIAL_ESCAPE = re.compile(r"\\(?:u[0-9a-fA-F]{0,3})?")
+
+
+def settle_end(state: Settled, held: str) -> str:
+    """What partial JSON adds to a value cut off at ``state`` with ``held`` after it: a whole
+    last member (a number cut to its longest whole prefix, a literal completed), else nothing
+    (a key, a ``,`` or an escape cut off is dropped); then the closers."""
+    out = ""
+    if state.where == STRING:
+        out = '"'
+    else:
+        member = _MEMBER.match(held)
+        lead = held[:member.end()] if member is not None else ""
+        scalar = held[len(lead):]
+        keyed = bool(state.stack) and state.stack[-1] == "{" and state.where != START
+        complete = ":" in lead if keyed else True
+        if state.where == VALUE and "," not in lead:
+            complete = False
+        if complete and scalar:
+            literal = next((w for w in ("true", "false", "null") if w.startswith(scalar)), None)
+            number = _NUMBER.match(scalar)
+            if literal is not None:
+                out = lead + literal
+            elif number is not None:
+                out = lead + number.group()
+    return out + "".join(_CLOSERS[c] for c in reversed(state.stack))

@@ -236,6 +236,8 @@ ERNIE45_RESPONSE = (Marker(60, "<response>"), Marker(61, "</response>"))
 STEP3_CALLS = (Marker(62, "<｜tool_calls_begin｜>"), Marker(63, "<｜tool_calls_end｜>"),
                Marker(64, "<｜tool_call_begin｜>"), Marker(65, "<｜tool_call_end｜>"),
                Marker(66, "<｜tool_sep｜>"))
+# branch json3 (Apertus): its tool block's markers
+APERTUS_TOOLS = (Marker(67, "<|tools_prefix|>"), Marker(68, "<|tools_suffix|>"))
 
 QWEN3_TOOLS = (TOOL_CALL, END_TOOL_CALL)
 QWEN3_REASONING = (THINK, END_THINK, TOOL_CALL, *CHATML)
@@ -352,6 +354,9 @@ TOOL_RECORDS: tuple[ToolRecord, ...] = (
     _own("hunyuan_a13b", "json_wrapped", "HUNYUAN_A13B_FORMAT", 121, markers=(JAMBA_CALLS,)),
     # qwen3x (issue 19, tags 195-199): Step 3's block held whole (Hy4's machine, formats/step3.py)
     _own("step3", "step3", "FORMAT", 195, markers=STEP3_CALLS),
+    # branch json3 (tags 190-194): Apertus' one-key call objects between <|tools_prefix|> and
+    # <|tools_suffix|> (json_wrapped's machine, Wrapper.keyed)
+    _own("apertus", "json_wrapped", "APERTUS_FORMAT", 190, markers=APERTUS_TOOLS),
 )
 """The tool-call formats."""
 

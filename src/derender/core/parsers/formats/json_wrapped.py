@@ -14,6 +14,12 @@ one call object. Each format is data (``Wrapper``) read by one machine:
 - ``granite`` (Granite 3.x): ``<tool_call>`` or ``<|tool_call|>``, a list of
   ``{"name", "arguments"}`` read as vLLM's parser engine reads it (``Wrapper.engine``;
   docs/vllm-compat/granite.md).
+- ``apertus`` (branch json3): ``<|tools_prefix|>``, a list of one-key objects
+  ``{"NAME": ARGUMENTS}`` (or one such object), ``<|tools_suffix|>`` (``Wrapper.keyed``): the
+  content before the block and the text after the list and after the suffix are kept, each
+  stripped, joined by a newline (``Wrapper.closer``); elements that are no call are skipped; a
+  block that is not JSON makes the whole output content; arguments cut off are closed as
+  partial JSON closes them (``Mode.SETTLED``; docs/vllm-compat/json_wrapped.md).
 
 This machine serves streaming and non-streaming alike (docs/design.md, Parsers), with a small
 state:
@@ -51,11 +57,17 @@ from typing import Any, TypeVar
 from derender.core.decoding.markers import Finder, pending_prefix
 from derender.core.parsers.json_value import (
     JSON_SPACE,
+    MAX_OPEN,
     SPACE_PATTERN,
+    START,
+    STRING,
     STRING_PATTERN,
+    Settled,
     ValueScan,
     could_be_head,
     scan,
+    settle,
+    settle_end,
 )
 from derender.core.parsers.primitives import (
     MAX_LEADING_SPACE,
@@ -107,10 +119,24 @@ class Wrapper:
     to ``MAX_LEADING_SPACE``) and text after them too, but another opener starts more calls;
     an opener without a list, or with an empty one, is dropped (not content); an object
     element that is no call is dropped; any other element ends the list, its text content."""
+    keyed: bool = False
+    """A call is a one-key object ``{"NAME": ARGUMENTS}`` (apertus), its name the key and its
+    arguments any JSON value; after the opener a list of them or one of them; an element that
+    is no call is skipped; the content before the opener is stripped, and the text after the
+    JSON value (up to ``closer``) and after ``closer`` (each ``closer`` removed) are content,
+    each stripped, joined by a newline; a block that is not JSON leaves all text content."""
+    closer: str = ""
+    """The marker ending the block (``keyed``)."""
 
     @property
     def head(self) -> re.Pattern[str]:
         return _head(self.keys)
+
+
+_KEYED_HEAD = re.compile(rf'\{{{SPACE_PATTERN}{STRING_PATTERN}{SPACE_PATTERN}:{SPACE_PATTERN}')
+"""A keyed call's head (``Wrapper.keyed``): ``{"NAME":`` (group 1: the name's JSON body)."""
+_KEYED_PARTIAL = re.compile(r'\{[ \t\n\r]*(?:"(?:[^"\\]|\\.)*\\?(?:"[ \t\n\r]*)?)?')
+"""What a keyed head may begin with."""
 
 
 @functools.cache
@@ -128,6 +154,10 @@ INTERNLM = Wrapper("internlm", "<|action_start|><|plugin|>", ("parameters", "arg
 GIGACHAT3 = Wrapper("gigachat3", "<|function_call|>", ("arguments",), single=True,
                     alt=("function call", "<|role_sep|>", "\n"), sep="<|message_sep|>",
                     object_args=True)
+APERTUS = Wrapper("apertus", "<|tools_prefix|>", (), bracket=True, keyed=True,
+                  closer="<|tools_suffix|>")
+"""``apertus`` (branch json3): one-key call objects in a list (or one alone) between
+``<|tools_prefix|>`` and ``<|tools_suffix|>``."""
 HUNYUAN_A13B = Wrapper("hunyuan_a13b", "<tool_calls>", ("arguments",), bracket=True)
 """``hunyuan_a13b`` (wrapped2): jamba's grammar as Hunyuan-A13B writes it (the markers text)."""
 GRANITE = Wrapper("granite", "<tool_call>", ("arguments",), bracket=True,
@@ -158,6 +188,19 @@ class Mode(IntEnum):
     """After a single call's opener: text up to its ``{`` (``Wrapper.single``)."""
     SKIP_ELEMENT = 9
     """An object element that is no call, skipped to its end (``Wrapper.engine``)."""
+    RAW = 10
+    """A block that is not JSON (``Wrapper.keyed``): all text is content as written."""
+    TRAIL = 11
+    """After a keyed block's JSON value, up to its closer: stripped content."""
+    TRAIL_ON = 12
+    """``TRAIL`` once its text began (whitespace is held, dropped at its end)."""
+    CLOSED = 13
+    """After a keyed block's closer: stripped content, closers removed."""
+    CLOSED_ON = 14
+    """``CLOSED`` once its text began."""
+    SETTLED = 15
+    """A keyed call's arguments, read as partial JSON reads them (``settled``): a member not
+    yet whole is held back, and a value cut off by the end of the output is closed."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,6 +212,8 @@ class WrappedState(ToolState):
     spoke: bool = False
     """Content other than whitespace was emitted."""
     scan: ValueScan = field(default_factory=ValueScan)
+    settled: Settled = field(default_factory=Settled)
+    """``Mode.SETTLED``: where the arguments were last cut (``Wrapper.keyed`` formats only)."""
 
 
 W = TypeVar("W", bound=WrappedState)
@@ -191,18 +236,21 @@ def feed(wrapper: Wrapper, state: W, text: str, final: bool, context: ToolContex
     head = _REQUIRED_HEAD if required else wrapper.head
     keys = REQUIRED.keys if required else wrapper.keys
     engine = wrapper.engine and not required
-    quiet = engine and context.keep
-    """Calls are returned: content before them stripped, after them dropped."""
+    keyed = wrapper.keyed and not required
+    closer = context.spelled(wrapper.closer) if keyed else ""
+    quiet = (engine and context.keep) or keyed
+    """Content before the opener is stripped (engine: after the calls it is dropped)."""
     buffer = state.held + text
     finder = Finder(buffer)
     mode, calls, spoke, scanner = state.mode, state.calls, state.spoke, state.scan
+    settled = state.settled
     content: list[str] = []
     deltas: list[ToolCallDelta] = []
     held = ""
     space = ""
     """Whitespace and the opener before the element being read while no call was read:
     content if it turns out no call."""
-    while buffer:
+    while buffer or (final and mode == Mode.SETTLED):  # (a value cut off is closed)
         if mode == Mode.CONTENT and required:  # only a list opening the output is read
             body = buffer.lstrip()
             if not body:
@@ -259,17 +307,60 @@ def feed(wrapper: Wrapper, state: W, text: str, final: bool, context: ToolContex
             mode, buffer = Mode.HEAD, buffer[found[0]:]  # (the text before it: dropped)
         elif mode == Mode.LIST:
             body = buffer.lstrip(JSON_SPACE)
-            if body[:1] == "[":
-                space += buffer[:len(buffer) - len(body) + 1]
-                mode, buffer = Mode.HEAD, body[1:]
+            if body[:1] == "[" or (keyed and body[:1] == "{"):  # keyed: a list or one call
+                bracket = body[0] == "["
+                space += buffer[:len(buffer) - len(body) + bracket]
+                mode, buffer = Mode.HEAD, body[bracket:]
             elif not body and not final and len(buffer) <= MAX_LEADING_SPACE:
                 held = buffer
                 break
+            elif keyed:  # not JSON: the whole output is content
+                content.append(space)
+                spoke, mode, space = True, Mode.RAW, ""
             else:  # no list: the opener is content, read on after it
                 content.append(_unopened(space, openers) if engine else space)
                 spoke, mode, space = True, Mode.CONTENT, ""
                 if engine:  # whitespace after the opener is the list's: dropped
                     buffer = body
+        elif mode == Mode.HEAD and keyed:
+            body = buffer.lstrip(JSON_SPACE)
+            if body[:1] == "]":  # the list ends (an empty one: no call)
+                mode, buffer, space = Mode.TRAIL, body[1:], ""
+                continue
+            match = _KEYED_HEAD.match(body)
+            if match is not None and match.end() <= MAX_HEAD and len(body) == match.end():
+                if final:  # a name without a value: no call (vLLM's partial JSON drops it)
+                    mode, buffer, space = Mode.AFTER, "", ""
+                    break
+                held = buffer  # a call once its arguments begin
+                break
+            if match is not None and match.end() <= MAX_HEAD:
+                deltas.append(ToolCallDelta(calls, json.loads(f'"{match.group(1)}"'), ""))
+                calls += 1
+                mode, buffer, settled, space = Mode.SETTLED, body[match.end():], Settled(), ""
+                continue
+            if not final and len(body) < MAX_HEAD and (
+                    not body or _KEYED_PARTIAL.fullmatch(body) is not None):
+                held = buffer
+                break
+            end, _ = scan(ValueScan(), body[:MAX_HEAD])
+            if end is None and not final and len(body) < MAX_HEAD:
+                held = buffer  # a value that is no call may close
+                break
+            if end is None and final:  # cut off: no call (vLLM's partial JSON drops it)
+                mode, buffer, space = Mode.AFTER, "", ""
+                break
+            if end is None and body[0] in '{["':  # a long value that is no call: skipped
+                mode, buffer, scanner, space = Mode.SKIP_ELEMENT, body, ValueScan(), ""
+                continue
+            if end is not None and _is_json(body[:end]):  # a value that is no call: skipped
+                mode, buffer, space = Mode.SEP, body[end:], ""
+                continue
+            if calls:  # not JSON after the calls: the rest is text after the block
+                mode, buffer, space = Mode.TRAIL, body, ""
+                continue
+            content.append(space)  # not JSON: the whole output is content
+            spoke, mode, space = True, Mode.RAW, ""
         elif mode == Mode.HEAD:
             body = buffer.lstrip(JSON_SPACE)
             if body[:1] == "]" and not single:
@@ -341,6 +432,26 @@ def feed(wrapper: Wrapper, state: W, text: str, final: bool, context: ToolContex
             if piece:
                 deltas.append(ToolCallDelta(calls - 1, None, piece))
             buffer = rest
+        elif mode == Mode.SETTLED:
+            cut, end, after_cut, whole = settle(settled, buffer)
+            if buffer[:cut]:
+                deltas.append(ToolCallDelta(calls - 1, None, buffer[:cut]))
+            unsettled, settled = buffer[cut:], after_cut
+            if end is not None:
+                mode, buffer, settled = Mode.TAIL, unsettled, Settled()
+                scanner = ValueScan(started=True, depth=1)
+                continue
+            if not whole or len(unsettled) > MAX_HEAD:  # not JSON, or too long to hold: as written
+                mode, buffer, settled = Mode.ARGS, unsettled, Settled()
+                scanner = ValueScan(started=after_cut.where != START, depth=len(after_cut.stack),
+                                    in_string=after_cut.where == STRING)
+                continue
+            if final:  # cut off: closed as partial JSON closes it
+                deltas.append(ToolCallDelta(calls - 1, None, settle_end(after_cut, unsettled)))
+                mode, settled = Mode.AFTER, Settled()
+                break
+            held = unsettled
+            break
         elif mode == Mode.TAIL:
             end, after = scan(scanner, buffer)
             if end is None:
@@ -351,6 +462,10 @@ def feed(wrapper: Wrapper, state: W, text: str, final: bool, context: ToolContex
             body = buffer.lstrip(JSON_SPACE)
             if not body:
                 break
+            if keyed:  # "," another element; "]" or any other text: after the JSON
+                mode = Mode.HEAD if body[0] == "," else Mode.TRAIL
+                buffer = body[1:] if body[0] in ",]" else body
+                continue
             if engine and body[0] != ",":  # "]" ends the list, "{" starts an element
                 mode = Mode.HEAD if body[0] == "{" else Mode.CONTENT
                 buffer = body[1:] if body[0] == "]" else body
@@ -363,6 +478,16 @@ def feed(wrapper: Wrapper, state: W, text: str, final: bool, context: ToolContex
                 scanner = after
                 break
             mode, buffer, scanner = Mode.SEP, buffer[end:], ValueScan()
+        elif mode == Mode.RAW:
+            content.append(buffer)
+            break
+        elif mode in _TRAILS:
+            step, out, held, spoke = _trail(mode, buffer, closer, final, spoke)
+            mode, left = step
+            content.append(out)
+            if left is None:
+                break
+            buffer = left
         else:  # AFTER
             break
     if engine and final and mode in (Mode.LIST, Mode.HEAD) and space:  # an opener, no call
@@ -371,7 +496,49 @@ def feed(wrapper: Wrapper, state: W, text: str, final: bool, context: ToolContex
         # waits: read again from before the wrapper
         mode, held = Mode.CONTENT, space + held
     return ("".join(content), merge(deltas),
-            replace(state, mode=mode, held=held, calls=calls, spoke=spoke, scan=scanner))
+            replace(state, mode=mode, held=held, calls=calls, spoke=spoke, scan=scanner,
+                    settled=settled))
+
+
+_TRAILS = (Mode.TRAIL, Mode.TRAIL_ON, Mode.CLOSED, Mode.CLOSED_ON)
+
+
+def _trail(mode: Mode, buffer: str, closer: str, final: bool, spoke: bool
+           ) -> tuple[tuple[Mode, str | None], str, str, bool]:
+    """A keyed block's text after its JSON value (``TRAIL``: up to the closer; ``CLOSED``: after
+    it, closers removed), as vLLM keeps it: each part stripped, after a newline when content
+    came before. Returns (the next mode and the text left to read, None: wait), the content,
+    the text held back and ``spoke``."""
+    on = mode in (Mode.TRAIL_ON, Mode.CLOSED_ON)
+    at = buffer.find(closer) if mode in (Mode.TRAIL, Mode.TRAIL_ON) else -1
+    if at >= 0:
+        piece, ends, tail = buffer[:at], True, ""
+    else:
+        keep = 0 if final else pending_prefix(buffer, (closer,))
+        piece, ends, tail = buffer[:len(buffer) - keep], final, buffer[len(buffer) - keep:]
+        if mode in (Mode.CLOSED, Mode.CLOSED_ON):
+            piece = piece.replace(closer, "")
+    out, space = "", ""
+    if not on and piece.strip():
+        out, piece, on = "\n" if spoke else "", piece.lstrip(), True
+    if on:
+        body, space = (piece.rstrip(), "") if ends else split_space(piece, MAX_LEADING_SPACE)
+        out += body
+    spoke = spoke or bool(out.strip())
+    if at >= 0:
+        return (Mode.CLOSED, buffer[at + len(closer):]), out, "", spoke
+    second = mode in (Mode.CLOSED, Mode.CLOSED_ON)
+    after = (Mode.CLOSED_ON if on else Mode.CLOSED) if second else (
+        Mode.TRAIL_ON if on else Mode.TRAIL)
+    return (after, None), out, space + tail, spoke
+
+
+def _is_json(text: str) -> bool:
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _unopened(space: str, openers: tuple[str, ...]) -> str:
@@ -434,6 +601,12 @@ def _encode(state: WrappedState, w: Writer) -> None:
     w.uint(state.scan.depth)
 
 
+def _encode_keyed(state: WrappedState, w: Writer) -> None:
+    _encode(state, w)
+    w.text(state.settled.stack)
+    w.uint(state.settled.where)
+
+
 def _format(wrapper: Wrapper, state_type: type[W]) -> ToolFormat[W]:
     def feed_(state: W, text: str, final: bool, context: ToolContext
               ) -> tuple[str, list[ToolCallDelta], W]:
@@ -443,9 +616,17 @@ def _format(wrapper: Wrapper, state_type: type[W]) -> ToolFormat[W]:
         mode, held, calls, bits, depth = r.uint(), r.text(), r.uint(), r.uint(), r.uint()
         if mode > max(Mode) or bits >> 5:
             raise ValueError(f"malformed {wrapper.name} state")
-        return state_type(Mode(mode), held, calls, bool(bits & 1), unpack_scan(bits, depth))
+        settled = Settled()
+        if wrapper.keyed:
+            stack, where = r.text(), r.uint()
+            if where > STRING or len(stack) > MAX_OPEN or stack.strip("{["):
+                raise ValueError(f"malformed {wrapper.name} state")
+            settled = Settled(stack, where)
+        return state_type(Mode(mode), held, calls, bool(bits & 1), unpack_scan(bits, depth),
+                          settled)
 
-    return ToolFormat(wrapper.name, state_type, state_type, feed_, _encode, decode)
+    return ToolFormat(wrapper.name, state_type, state_type, feed_,
+                      _encode_keyed if wrapper.keyed else _encode, decode)
 
 
 @dataclass(frozen=True, slots=True)
@@ -485,3 +666,11 @@ class GraniteState(WrappedState):
 
 
 GRANITE_FORMAT = _format(GRANITE, GraniteState)
+
+
+@dataclass(frozen=True, slots=True)
+class ApertusState(WrappedState):
+    pass
+
+
+APERTUS_FORMAT = _format(APERTUS, ApertusState)
