@@ -278,6 +278,15 @@ FORMATS["step3"] = Format("Step 3", "qwen3", "qwen3", "qwen3", "hermes", 151645,
                           reasoning_parser="step3", json_notes=True,
                           folder=REPO / "layers" / "tokenizers" / "qwen3")
 
+# glimmer branch: Granite 3.x's text-marker reasoning (granite) with its granite tool parser
+FORMATS["granite-reasoning"] = Format("Granite 3 thinking", "granite4-standin",
+                                      "granite4-standin", "granite4-standin", "granite",
+                                      100257, "Here is my response: " + FORMATS[
+                                          "granite-array"].head, FORMATS["granite-array"].tail,
+                                      reasoning_parser="granite", json_notes=True,
+                                      prefix="Here is my thought process:",
+                                      strip_reasoning=False)
+
 
 def _folder(name: str) -> Path:
     """A test model folder by name, or a folder of the repository by its path."""
