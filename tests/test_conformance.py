@@ -1092,7 +1092,9 @@ ISSUE_19_20: dict[tuple[int, int], tuple[int, str]] = {
     (5000, 5399): (66 + 72, "granite_thinking_parser 5000-5065, granite 5100-5171"),
     (6600, 6999): (120 + 46 + 30, "plamo3 6600-6719, minicpmv 6800-6845, step3 6900-6929"),
     # glimmer branch
-    (9200, 9399): (60, "granite (reasoning) 9200-9259"),
+    (9200, 9399): (60 + 90, "granite (reasoning) 9200-9259; muse_glimmer 9300-9389 (recorded "
+                            "ahead: both parsers, the tool parser alone, the reasoning parser "
+                            "alone)"),
 }
 """The recordings of issues 19 and 20 by number range: how many cases, of which names."""
 
