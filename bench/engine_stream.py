@@ -291,6 +291,15 @@ FORMATS["apertus"] = Format("Apertus", "apertus-standin", "apertus-standin", "ap
                             '<|tools_prefix|>[{"get_weather": {"city": "Lisbon", "notes": "',
                             '"}}]<|tools_suffix|>', lead="content", json_notes=True)
 
+# glimmer branch: Granite 3.x's text-marker reasoning (granite) with its granite tool parser
+FORMATS["granite-reasoning"] = Format("Granite 3 thinking", "granite4-standin",
+                                      "granite4-standin", "granite4-standin", "granite",
+                                      100257, "Here is my response: " + FORMATS[
+                                          "granite-array"].head, FORMATS["granite-array"].tail,
+                                      reasoning_parser="granite", json_notes=True,
+                                      prefix="Here is my thought process:",
+                                      strip_reasoning=False)
+
 
 def _folder(name: str) -> Path:
     """A test model folder by name, or a folder of the repository by its path."""

@@ -238,6 +238,9 @@ REASONING_TEMPLATES: dict[str, str] = {
 """Text each reasoning parser reads markers in."""
 # granite-inkling: Granite 4.2's reasoning (nemotron_v3's markers; newlines open the content)
 REASONING_TEMPLATES["granite_thinking_parser"] = THINK + "\n\n  <tool_call>"
+# glimmer branch: Granite 3.x's text markers (a second thought marker, a near-marker)
+REASONING_TEMPLATES["granite"] = ("Here is my thought process:reasoning VALUE Here is my "
+                                  "thought process: Here is my res Here is my response:answer")
 
 PAIRS: tuple[tuple[str | None, str | None], ...] = (
     *((None, t) for t in TEMPLATES),

@@ -758,6 +758,20 @@ MESSAGE_DIFFERENCES.update({_case_name(n): ours for n, ours in (
     (8666, ("\n\nSure.\n\nDone.", _PARIS_STEP3, "tool_calls")),
 )})
 
+# granite reasoning (issue 19, branch glimmer, docs/vllm-compat/granite.md): vLLM's streams read
+# the markers only where the output starts (text before them, and an unmatched thought, stream
+# as content), cut them at the ":" they look for (pieces of a marker leak into the reasoning,
+# a second response marker ends it again) and lose or repeat text at the switch; with the
+# granite tool parser they send the call's markup as content, and under "required"/named
+# their JSON path reads differently. Ours fold to the twin's message.
+STREAM_AS_MESSAGE.update({_case_name(n): _case_name(n - 1) for n in (
+    9203, 9209, 9211, 9215, 9221, 9223, 9225, 9229, 9231, 9233, 9235, 9245, 9247, 9249, 9251,
+    9255, 9257)})
+# ... and an empty reasoning ("Here is my thought process:" right before "Here is my
+# response:"), which vLLM's message gives as "" and ours as null, as for step3 (README)
+MESSAGE_DIFFERENCES[_case_name(9214)] = (" It is sunny in Paris, 22 °C.", [], "stop")
+MESSAGE_REASONING[_case_name(9214)] = None
+
 # Under VLLM_ENFORCE_STRICT_TOOL_CALLING=1 vLLM leaves JSON-schema output of tool_choice
 # "required" in content; we parse it, as its non-strict recordings do.
 JSON_TOOL_OUTPUT = {"072-parser-chat-required_json"}
@@ -1105,6 +1119,10 @@ ISSUE_19_20: dict[tuple[int, int], tuple[int, str]] = {
     (6600, 6999): (120 + 46 + 30, "plamo3 6600-6719, minicpmv 6800-6845, step3 6900-6929"),
     (8600, 8799): (74, "step3 tool parser 8600-8673 (alone, and with the step3 reasoning parser)"),
     (8400, 8599): (86, "apertus 8400-8485"),
+    # glimmer branch
+    (9200, 9399): (60 + 90, "granite (reasoning) 9200-9259; muse_glimmer 9300-9389 (recorded "
+                            "ahead: both parsers, the tool parser alone, the reasoning parser "
+                            "alone)"),
 }
 """The recordings of issues 19 and 20 by number range: how many cases, of which names."""
 

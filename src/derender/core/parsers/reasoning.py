@@ -32,6 +32,9 @@ could still become a marker. Formats, as vLLM 0.33 names them:
   ``<response>``…``</response>`` when both are there in that order (``response``, read by
   ``_answer``: text before the first ``<response>`` and after the last ``</response>``
   dropped, within bounds).
+- ``granite`` (Granite 3.x): ``ernie45``'s answer machine on text markers ("Here is my thought
+  process:" … "Here is my response:", also "Here's"), the answer being the reasoning and the
+  text after it the content (``answer_is_reasoning``); without both markers all content.
 - ``gemma4`` (``parsers/gemma4.py`` holds its data): ``<|channel>``…``<channel|>`` blocks with a
   ``thought\n`` prefix removed (``prefix``), output starting with the prefix opening reasoning.
 """
@@ -121,6 +124,14 @@ class ReasoningFormat:
     reasoning (False: the prompt is not read)."""
     response: tuple[str, ...] = ()
     """ernie45: the content's answer markers (``_answer``); empty: none."""
+    response_alternatives: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
+    """Further spellings of the opening and the closing ``response`` marker (any one of them
+    opens or closes; granite: ``Here's`` for ``Here is``)."""
+    answer_is_reasoning: bool = False
+    """granite: the text between the ``response`` markers is the reasoning and the text after
+    the closing one the content, read as written (no marker read again); the text before the
+    opening one is dropped. Without the closing marker the output is content as written
+    (within ``MAX_ANSWER``, past it the held text goes out as reasoning and stays so)."""
     swaps_absent_only: bool = False
     """With ``swaps``: only when no content was written at all (whitespace is content;
     granite_thinking_parser's ``content_was_absent``)."""
@@ -212,6 +223,13 @@ FORMATS = {
     # ERNIE 4.5: deepseek_r1's rules, the content's <response>…</response> answer read
     # (``_answer``) [5478-5489]
     "ernie45": ReasoningFormat("ernie45", response=("<response>", "</response>")),
+    # glimmer (issue 19): IBM Granite 3.x, text markers; the ``response`` machine with the
+    # text between them as the reasoning (``answer_is_reasoning``) [9200-9257]
+    "granite": ReasoningFormat("granite", starts_in_content=True,
+                               response=("Here is my thought process:", "Here is my response:"),
+                               response_alternatives=(("Here's my thought process:",),
+                                                      ("Here's my response:",)),
+                               answer_is_reasoning=True),
     # Step 3 (branch qwen2): everything before the first </think> is reasoning, a <think>
     # included [6900-6929]
     "step3": ReasoningFormat("step3", reads_start=False),
@@ -387,8 +405,8 @@ def feed(fmt: ReasoningFormat, state: ReasoningState, text: str, final: bool,
     if fmt.holds_reasoning:
         return _held(fmt, state, delta, after, final, spell)
     if fmt.response and (delta.content or state.kept or final):
-        content, answered = _answer(fmt, state, delta.content, final, spell)
-        return (ReasoningDelta(delta.reasoning, content),
+        thought, content, answered = _answer(fmt, state, delta.content, final, spell)
+        return (ReasoningDelta(delta.reasoning + thought, content),
                 ReasoningState(after.reasoning, after.held, answer=answered.answer,
                                kept=answered.kept, mark=answered.mark, stage=after.stage))
     if fmt.response:
@@ -419,45 +437,69 @@ MAX_AFTER = 256
 """Text held after a ``</response>`` (more: content, as if another ``</response>`` follows)."""
 
 
+def _first(text: str, options: Sequence[str], pos: int = 0) -> tuple[int, int]:
+    """The earliest of ``options`` in ``text`` from ``pos``: where it starts and its length
+    (the longest there), or ``(-1, 0)``."""
+    best, size = -1, 0
+    for option in options:
+        at = text.find(option, pos)
+        if at >= 0 and (best < 0 or at < best or (at == best and len(option) > size)):
+            best, size = at, len(option)
+    return best, size
+
+
 def _answer(fmt: ReasoningFormat, state: ReasoningState, new: str, final: bool,
-            spell: Mapping[str, str]) -> tuple[str, ReasoningState]:
+            spell: Mapping[str, str]) -> tuple[str, str, ReasoningState]:
     """ernie45's content, as vLLM's message reads it: with ``<response>`` and a later
     ``</response>``, what lies between the first and the last; else as written. Held text is
     ``state.kept`` (its answer from ``state.mark``); each hold is bounded (``MAX_PRE``,
     ``MAX_ANSWER``, ``MAX_AFTER``), past it the text goes out as if the markers say so, and the
-    whole text read at once applies the same bounds."""
-    opening, closing = (spell.get(m, m) for m in fmt.response)
+    whole text read at once applies the same bounds. ``answer_is_reasoning`` (granite): the
+    answer is the reasoning (returned first), the text after the closing marker the content.
+    Returns the reasoning, the content and the state."""
+    alternatives = fmt.response_alternatives
+    openings = tuple(spell.get(m, m) for m in (fmt.response[0], *alternatives[0]))
+    closings = tuple(spell.get(m, m) for m in (fmt.response[1], *alternatives[1]))
+    closing = closings[0]
     text, answer, mark = state.kept + new, state.answer, state.mark
     out: list[str] = []
+    thought: list[str] = []
+    inner = thought if fmt.answer_is_reasoning else out
     while True:
         if answer == PLAIN:
             out.append(text)
             text = ""
             break
         if answer == PRE:
-            at = text.find(opening)
+            at, size = _first(text, openings)
             if 0 <= at <= MAX_PRE:
-                answer, mark = IN, at + len(opening)
+                answer, mark = IN, at + size
                 continue
-            body = len(text) - (0 if final else pending_prefix(text, (opening,)))
+            body = len(text) - (0 if final else pending_prefix(text, openings))
             if at >= 0 or final or body > MAX_PRE:
                 answer = PLAIN
                 continue
             break
         if answer in (IN, OPEN):
-            at = text.find(closing, mark)
+            at, size = _first(text, closings, mark)
+            if at >= 0 and fmt.answer_is_reasoning:  # the reasoning, then content as written
+                thought.append(text[mark:at])
+                answer, text, mark = PLAIN, text[at + size:], 0
+                continue
             if at >= 0:  # the answer, then hold from its closing marker
                 out.append(text[mark:at])
                 answer, text, mark = POST, text[at:], len(closing)
                 continue
             if final:
-                out.append(text if answer == IN and len(text) - mark <= MAX_ANSWER
-                           else text[mark:])
+                if answer == IN and len(text) - mark <= MAX_ANSWER:
+                    out.append(text)  # never closed: the output as written
+                else:
+                    inner.append(text[mark:])
                 text = ""
                 break
-            cut = len(text) - pending_prefix(text[mark:], (closing,))
+            cut = len(text) - pending_prefix(text[mark:], closings)
             if answer == OPEN or cut - mark > MAX_ANSWER:
-                out.append(text[mark:cut])
+                inner.append(text[mark:cut])
                 answer, text, mark = OPEN, text[cut:], 0
             break
         # POST: held from a closing marker until another (said with it) or the end (dropped)
@@ -475,8 +517,9 @@ def _answer(fmt: ReasoningFormat, state: ReasoningState, new: str, final: bool,
             out.append(text[:cut])
             answer, text, mark = OPEN, text[cut:], 0
         break
-    return "".join(out), ReasoningState(state.reasoning, state.held, answer=answer, kept=text,
-                                        mark=mark if text else 0, stage=state.stage)
+    return "".join(thought), "".join(out), ReasoningState(
+        state.reasoning, state.held, answer=answer, kept=text, mark=mark if text else 0,
+        stage=state.stage)
 
 
 def _held(fmt: ReasoningFormat, state: ReasoningState, delta: ReasoningDelta,

@@ -434,6 +434,8 @@ REASONING_RECORDS: tuple[ReasoningRecord, ...] = (
     # template branch: the response-template family (read by its tool record's machine)
     ReasoningRecord("hf", Machine.TEMPLATE, family="hf", reasoning_config="hf"),
     ReasoningRecord("beam", Machine.TEMPLATE, family="beam", reasoning_config="beam"),
+    # glimmer branch (issue 19): IBM Granite 3.x's text markers, a legacy parser
+    _reasoning("granite", legacy=True),
 )
 """The reasoning formats."""
 
