@@ -346,6 +346,9 @@ TOOL_RECORDS: tuple[ToolRecord, ...] = (
     _own("ernie45", "hermes", "ERNIE45", 120, markers=QWEN3_TOOLS),
     # Hunyuan-A13B's <tool_calls>[…]</tool_calls> JSON list (json_wrapped's machine, as jamba)
     _own("hunyuan_a13b", "json_wrapped", "HUNYUAN_A13B_FORMAT", 121, markers=(JAMBA_CALLS,)),
+    # branch minicpm5 (tags 200-204): MiniCPM5's <function name="…"> XML calls, each held
+    # whole (poolside_v1's machine; its tags are text of several ids)
+    _own("minicpm5", "minicpm5", "FORMAT", 200),
 )
 """The tool-call formats."""
 
