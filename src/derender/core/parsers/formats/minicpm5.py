@@ -29,7 +29,7 @@ import json
 import re
 import warnings
 import xml.etree.ElementTree as ET
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from derender.core.parsers.formats.poolside import (
@@ -275,6 +275,11 @@ def read_call(block: str, context: ToolContext) -> tuple[str, str] | None:
         raise UnwritableError(block) from None
 
 
+@dataclass(frozen=True, slots=True)
+class MiniCPM5State(PoolsideState):
+    """``poolside_v1``'s state, its own type (a state is only ever read by its format)."""
+
+
 def _forced(state: PoolsideState, text: str, final: bool, context: ToolContext
             ) -> tuple[str, list[ToolCallDelta], PoolsideState]:
     """vLLM's JSON path under a forced ``tool_choice`` (``supports_required_and_named``): a
@@ -295,4 +300,4 @@ def _forced(state: PoolsideState, text: str, final: bool, context: ToolContext
 
 MINICPM5 = HeldCalls(CALL, END_CALL, read_call, normalize=normalize,
                      hold=tuple(collapsed for collapsed, _ in _COLLAPSED), forced=_forced)
-FORMAT = held_format("minicpm5", MINICPM5, PoolsideState)
+FORMAT = held_format("minicpm5", MINICPM5, MiniCPM5State)

@@ -233,7 +233,7 @@ def held_feed(spec: HeldCalls, state: PoolsideState, text: str, final: bool,
         calls.append(ToolCallDelta(count, *read))
         count += 1
         mode, buf, at, space = CALLED, buf[stop:], 0, ""
-    return "".join(out), calls, PoolsideState(mode, buf, space, spoke, count, skip)
+    return "".join(out), calls, type(state)(mode, buf, space, spoke, count, skip)
 
 
 def _skipped(held: str, start: str, end: str) -> int:
@@ -255,17 +255,19 @@ def _encode(state: PoolsideState, w: Writer) -> None:
     w.uint(state.calls)
 
 
-def _decode(r: Reader) -> PoolsideState:
+def _decode(r: Reader, state: type[PoolsideState] = PoolsideState) -> PoolsideState:
     mode, held, space, bits, calls = r.uint(), r.text(), r.text(), r.uint(), r.uint()
     if mode > TEXT or bits > 3:
         raise ValueError("not a held-calls state")
-    return PoolsideState(mode, held, space, bool(bits & 1), calls, bool(bits & 2))
+    return state(mode, held, space, bool(bits & 1), calls, bool(bits & 2))
 
 
 def held_format(name: str, spec: HeldCalls, state: type[PoolsideState]
                 ) -> ToolFormat[PoolsideState]:
-    """A format read by this machine with ``spec``'s data."""
-    return ToolFormat(name, state, state, functools.partial(held_feed, spec), _encode, _decode)
+    """A format read by this machine with ``spec``'s data, its states of type ``state`` (a
+    ``PoolsideState`` of its own)."""
+    return ToolFormat(name, state, state, functools.partial(held_feed, spec), _encode,
+                      functools.partial(_decode, state=state))
 
 
 POOLSIDE = HeldCalls(CALL, END_CALL, read_call)
