@@ -135,6 +135,8 @@ def cases() -> list[_Case]:
     out += Case("alone_think_tool", "Hmm.</think>\n\n" + PARIS, "small", ALONE)
     out += Case("alone_unread", "  Hi " + call("get_stock", symbol="X") + "  ", "small", ALONE)
     out += Case("alone_answer", "Sunny.\n", "small", ALONE)
+    # MiniCPM-V's escaped newlines: recovered in the reasoning, not in the arguments
+    out += Case("escapes", "Hmm.\\nx</think>\n\n" + call("get_weather", city="a\\nb"), "small")
     return out
 
 
