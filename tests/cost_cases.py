@@ -135,6 +135,11 @@ TEMPLATES["kimi_k3"] = ("<|open|>response<|sep|>VALUE<|close|>response<|sep|><|o
 # granite-inkling: Granite 3.x's JSON list (an object that is no call dropped between calls)
 TEMPLATES["granite"] = ('Sure.\n<tool_call> [{"name": "NAME", "arguments": {"a": "VALUE", '
                         '"n": 1}}, {"x": "VALUE"}, {"arguments": {}, "name": "NAME"}]')
+# branch minicpm5: MiniCPM5's XML calls, each held whole (a refused one, then text dropped);
+# swept alone (its reasoning partner minicpmv is swept with qwen3_coder)
+TEMPLATES["minicpm5"] = ('Sure.\n<function name="NAME"><param name="a">VALUE</param><param '
+                         'name="n">1</param></function> x <function name="NAME"><param>x'
+                         "</param></function>")
 
 HF_TEMPLATE = {
     "start_anchor": "<|im_start|>assistant\n",
@@ -189,6 +194,8 @@ PARAMETERS["kimi_k3"] = ('<|open|>tools<|sep|><|open|>call tool="f"<|sep|>',
                          '<|open|>argument key="a" type="string"<|sep|>x<|close|>argument<|sep|>',
                          '<|open|>argument key="a" type="object"<|sep|>x')
 PARAMETERS["hf"] = PARAMETERS["beam"] = PARAMETERS["qwen3_coder"]
+PARAMETERS["minicpm5"] = ('<function name="f">', '<param name="a">x</param>',  # minicpm5
+                          '<param name="a">x')
 # muse branch
 PARAMETERS["muse"] = ('<|start|>assistant to=f<|message|><atem:function_calls>\n'
                       '<atem:invoke name="f">\n', '<atem:parameter name="a">x</atem:parameter>\n',

@@ -112,6 +112,8 @@ def test_vllm_repairs() -> None:
     assert parse("Sun\u0120ny\u010a" + call("get_weather", ("city", "New\u0120York"))) == (
         "Sun ny\n", [("get_weather", {"city": "New York"})])
     assert parse("a<paramname=b") == ("a<param name=b", [])
+    assert minicpm5.normalize("x" * 20 + "<functionna", 'me="f">\u0120') == (
+        "x" * 20 + '<function name="f"> ')
 
 
 def test_forced_choices_read_the_json_forms() -> None:

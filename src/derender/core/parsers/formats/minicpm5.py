@@ -45,6 +45,8 @@ from derender.core.parsers.tools import ToolCallDelta, ToolContext
 CALL, END_CALL = "<function", "</function>"
 _COLLAPSED = (("<functionname=", "<function name="), ("<paramname=", "<param name="))
 _SPACES = str.maketrans({"\u0120": " ", "\u010a": "\n"})
+_REACH = max(len(collapsed) for collapsed, _ in _COLLAPSED) - 1
+"""Characters of held text a collapsed tag completed by new text may begin in."""
 
 _NAME = re.compile(r"<function\s+name=['\"]([^'\"]+)['\"][^>]*>")
 _PARAM = re.compile(r"<param\s+name=['\"]([^'\"]+)['\"]>([\s\S]*?)</param>", re.DOTALL)
@@ -52,13 +54,18 @@ _NAMELESS = re.compile(r"<param(?![^>]*\bname=)[^>]*>", re.DOTALL)
 _CDATA, _END_CDATA = "<![CDATA[", "]]>"
 
 
-def normalize(text: str) -> str:
-    """vLLM's ``_normalize_model_output`` (its condition only skips work that changes nothing)."""
-    text = text.translate(_SPACES)
-    for collapsed, spaced in _COLLAPSED:
-        if collapsed in text:
-            text = text.replace(collapsed, spaced)
-    return text
+def normalize(held: str, text: str) -> str:
+    """vLLM's ``_normalize_model_output`` (its condition only skips work that changes nothing)
+    on ``held + text``, ``held`` already normalized: only the new text and the end of
+    ``held`` a collapsed tag may begin in are read (O(delta))."""
+    if "\u0120" in text or "\u010a" in text:
+        text = text.translate(_SPACES)
+    cut = max(0, len(held) - _REACH)
+    tail = held[cut:] + text
+    if "name=" in tail:
+        for collapsed, spaced in _COLLAPSED:
+            tail = tail.replace(collapsed, spaced)
+    return held[:cut] + tail
 
 
 def _literal(text: str) -> tuple[Any, bool]:

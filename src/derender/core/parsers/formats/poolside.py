@@ -144,8 +144,9 @@ class HeldCalls:
     read: Callable[[str, ToolContext], tuple[str, str] | None]
     """One whole call's text → (name, JSON arguments), or None (not a call);
     ``UnwritableError``: the whole output is content."""
-    normalize: Callable[[str], str] | None = None
-    """Rewrites the output before it is read (idempotent: held text is read again)."""
+    normalize: Callable[[str, str], str] | None = None
+    """Rewrites the output before it is read: ``(held, text)`` → the two joined, ``held``
+    already rewritten (a rewrite may begin in its last characters)."""
     hold: tuple[str, ...] = ()
     """Texts ``normalize`` rewrites: held at the end of a chunk of content."""
     forced: Feed[PoolsideState] | None = None
@@ -161,9 +162,7 @@ def held_feed(spec: HeldCalls, state: PoolsideState, text: str, final: bool,
     start, end = context.spelled(spec.call), context.spelled(spec.end_call)
     mode, space, spoke, count, skip = state.mode, state.space, state.spoke, state.calls, \
         state.skip
-    buf = state.held + text
-    if spec.normalize is not None:
-        buf = spec.normalize(buf)
+    buf = state.held + text if spec.normalize is None else spec.normalize(state.held, text)
     # where the next call may begin (PENDING holds the calls already skipped before it)
     at = _skipped(state.held, start, end) if mode == PENDING else 0
     out: list[str] = []
