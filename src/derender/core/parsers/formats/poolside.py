@@ -21,6 +21,10 @@ is content and no call is read any more; after, the call is dropped: README comp
 value JSON cannot write (a set) makes the whole output content, as in vLLM, when it is in the
 first call read; in a later one that call is dropped (vLLM: the whole output is content).
 Reasoning (``poolside_v1``) is ``deepseek_v3``'s (``reasoning.FORMATS``).
+
+The machine (``held_feed``) takes its format's differences as data (``HeldCalls``: the call
+markers, the reading of one call, a normalization of the text, the reading under a forced
+``tool_choice``); ``minicpm5`` (``formats/minicpm5.py``) is read by it too.
 """
 
 from __future__ import annotations
