@@ -20,8 +20,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from record_tool_fixtures import ROOT, Format, Server
+from record_tool_fixtures import ROOT, Format, Server, render_prompt
 from record_tool_fixtures import Case as _Case
+from tokenizers import Tokenizer
 
 from tool_cases.shared import CONFIG, NAMED_CHOICE, NONE, PING, REQUIRED, USER, both
 from tool_cases.shared import TOOLS as SHARED_TOOLS
@@ -137,7 +138,14 @@ def cases() -> list[_Case]:
     out += Case("alone_answer", "Sunny.\n", "small", ALONE)
     # MiniCPM-V's escaped newlines: recovered in the reasoning, not in the arguments
     out += Case("escapes", "Hmm.\\nx</think>\n\n" + call("get_weather", city="a\\nb"), "small")
+    out += Case("empty_tools", t + PARIS, "small", tools=False, request={"tools": []})
     return out
 
 
-FORMAT = Format(8800, SERVERS, cases(), tools=TOOLS, user=USER)
+def prompt(port: int, tokenizer: Tokenizer, chat_request: dict[str, Any]) -> list[int]:
+    if chat_request.get("tools") == []:  # refused by the render step: rendered without
+        chat_request = {k: v for k, v in chat_request.items() if k != "tools"}
+    return render_prompt(port, tokenizer, chat_request)
+
+
+FORMAT = Format(8800, SERVERS, cases(), tools=TOOLS, user=USER, prompt=prompt)
