@@ -271,6 +271,13 @@ FORMATS["minicpmv"] = Format("MiniCPM-V", "qwen3", "qwen3", "qwen3", "qwen3_code
                              FORMATS["step5"].head, FORMATS["step5"].tail,
                              reasoning_parser="minicpmv",
                              folder=REPO / "layers" / "tokenizers" / "qwen3")
+# minicpm5 (issue 19, branch minicpm5): MiniCPM5's XML call after minicpmv's reasoning, on
+# Qwen3's vocabulary (the call held whole until its </function>)
+FORMATS["minicpm5"] = Format("MiniCPM5", "qwen3", "qwen3", "qwen3", "minicpm5", 151645,
+                             '</think>\n\n<function name="get_weather"><param name="city">'
+                             'Lisbon</param><param name="notes">', "</param></function>",
+                             reasoning_parser="minicpmv",
+                             folder=REPO / "layers" / "tokenizers" / "qwen3")
 # step3 reasoning (issue 19, branch qwen2) with the hermes tool parser, on Qwen3's vocabulary
 FORMATS["step3"] = Format("Step 3", "qwen3", "qwen3", "qwen3", "hermes", 151645,
                           '</think>\n<tool_call>\n{"name": "get_weather", "arguments": '

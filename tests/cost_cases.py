@@ -144,6 +144,11 @@ TEMPLATES["apertus"] = ('Sure. <|tools_prefix|>[{"NAME": {"a": "VALUE"}}, {}] VA
 # granite-inkling: Granite 3.x's JSON list (an object that is no call dropped between calls)
 TEMPLATES["granite"] = ('Sure.\n<tool_call> [{"name": "NAME", "arguments": {"a": "VALUE", '
                         '"n": 1}}, {"x": "VALUE"}, {"arguments": {}, "name": "NAME"}]')
+# branch minicpm5: MiniCPM5's XML calls, each held whole (a refused one, then text dropped);
+# swept alone (its reasoning partner minicpmv is swept with qwen3_coder)
+TEMPLATES["minicpm5"] = ('Sure.\n<function name="NAME"><param name="a">VALUE</param><param '
+                         'name="n">1</param></function> x <function name="NAME"><param>x'
+                         "</param></function>")
 
 HF_TEMPLATE = {
     "start_anchor": "<|im_start|>assistant\n",
@@ -201,6 +206,8 @@ PARAMETERS["hf"] = PARAMETERS["beam"] = PARAMETERS["qwen3_coder"]
 PARAMETERS["step3"] = (STEP3_HEAD + 'f">',  # branch qwen3x
                       '<steptml:parameter name="a">x</steptml:parameter>',
                       '<steptml:parameter name="a">x')
+PARAMETERS["minicpm5"] = ('<function name="f">', '<param name="a">x</param>',  # minicpm5
+                          '<param name="a">x')
 # muse branch
 PARAMETERS["muse"] = ('<|start|>assistant to=f<|message|><atem:function_calls>\n'
                       '<atem:invoke name="f">\n', '<atem:parameter name="a">x</atem:parameter>\n',

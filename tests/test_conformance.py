@@ -1089,6 +1089,26 @@ def test_a_body_vllm_parses_is_over_our_limit(name: str, client_for: Any) -> Non
         assert response.json()["error"]["code"] == 413
 
 
+# minicpm5 (branch minicpm5, docs/vllm-compat/minicpm5.md; README compatibility): vLLM's
+# streams differ from its messages (with minicpmv the reasoning streams as content, as for
+# 6801-6839; calls stream as they come, their markup leaking into the content; a refused
+# call streams its arguments); every stream folds to its twin's message. Messages where we
+# differ: text before the first returned call stays content (vLLM's message: null when calls
+# are returned; a stream cannot know a call will follow).
+STREAM_AS_MESSAGE.update({_case_name(n): _case_name(n - 1) for n in (
+    8801, 8803, 8805, 8807, 8809, 8811, 8813, 8815, 8817, 8819, 8821, 8823, 8825, 8827, 8829,
+    8831, 8833, 8835, 8837, 8839, 8841, 8843, 8845, 8847, 8849, 8851, 8853, 8855, 8857, 8859,
+    8861, 8867, 8869, 8871, 8873, 8875, 8877, 8883, 8887)})
+MESSAGE_DIFFERENCES.update({_case_name(n): ours for n, ours in (
+    (8806, ("\n\nLet me check.\n", [("get_weather", {"city": "Paris"})], "tool_calls")),
+    (8814, ("\n\nOlá 😀 ", [("get_weather", {"city": "Zürich 😀𝄞"})], "tool_calls")),
+    (8850, ("\n\nSun ny\n", [("get_weather", {"city": "New York"})], "tool_calls")),
+    (8860, ("Sure.\n", [("get_weather", {"city": "Paris"})], "tool_calls")),
+    (8876, ("Sure.\n", [("get_weather", {"city": "Paris"})], "tool_calls")),
+    (8880, ("Hmm.</think>\n\n", [("get_weather", {"city": "Paris"})], "tool_calls")),
+)})
+
+
 def _check_json_tool_output(got: dict[str, Any], recorded: dict[str, Any]) -> None:
     """vLLM (strict) left the JSON list in content; we return it as the calls it lists."""
     listed = json.loads(recorded["choices"][0]["message"]["content"])
@@ -1123,6 +1143,8 @@ ISSUE_19_20: dict[tuple[int, int], tuple[int, str]] = {
     (9200, 9399): (60 + 90, "granite (reasoning) 9200-9259; muse_glimmer 9300-9389 (recorded "
                             "ahead: both parsers, the tool parser alone, the reasoning parser "
                             "alone)"),
+    # branch minicpm5
+    (8800, 8999): (90, "minicpm5 8800-8875, 8886-8889 (with minicpmv), 8876-8885 (alone)"),
 }
 """The recordings of issues 19 and 20 by number range: how many cases, of which names."""
 

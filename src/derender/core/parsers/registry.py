@@ -357,6 +357,9 @@ TOOL_RECORDS: tuple[ToolRecord, ...] = (
     # branch json3 (tags 190-194): Apertus' one-key call objects between <|tools_prefix|> and
     # <|tools_suffix|> (json_wrapped's machine, Wrapper.keyed)
     _own("apertus", "json_wrapped", "APERTUS_FORMAT", 190, markers=APERTUS_TOOLS),
+    # branch minicpm5 (tags 200-204): MiniCPM5's <function name="…"> XML calls, each held
+    # whole (poolside_v1's machine; its tags are text of several ids)
+    _own("minicpm5", "minicpm5", "FORMAT", 200),
 )
 """The tool-call formats."""
 

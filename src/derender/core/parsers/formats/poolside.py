@@ -21,6 +21,10 @@ is content and no call is read any more; after, the call is dropped: README comp
 value JSON cannot write (a set) makes the whole output content, as in vLLM, when it is in the
 first call read; in a later one that call is dropped (vLLM: the whole output is content).
 Reasoning (``poolside_v1``) is ``deepseek_v3``'s (``reasoning.FORMATS``).
+
+The machine (``held_feed``) takes its format's differences as data (``HeldCalls``: the call
+markers, the reading of one call, a normalization of the text, the reading under a forced
+``tool_choice``); ``minicpm5`` (``formats/minicpm5.py``) is read by it too.
 """
 
 from __future__ import annotations
@@ -28,13 +32,14 @@ from __future__ import annotations
 import functools
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from derender.core.decoding.markers import pending_prefix
 from derender.core.parsers.primitives import leading_text, leads_content
 from derender.core.parsers.schema import tool_index
-from derender.core.parsers.tools import ToolCallDelta, ToolContext, ToolFormat, ToolState
+from derender.core.parsers.tools import Feed, ToolCallDelta, ToolContext, ToolFormat, ToolState
 from derender.core.state.codec import Reader, Writer, utf8_size
 
 CALL, END_CALL = "<tool_call>", "</tool_call>"
@@ -133,25 +138,49 @@ def read_call(text: str, context: ToolContext) -> tuple[str, str] | None:
     return name, json.dumps(values, ensure_ascii=False)
 
 
-def _feed(state: PoolsideState, text: str, final: bool, context: ToolContext
-          ) -> tuple[str, list[ToolCallDelta], PoolsideState]:
-    start, end = context.spelled(CALL), context.spelled(END_CALL)
+@dataclass(frozen=True, slots=True)
+class HeldCalls:
+    """What a format whose calls are held whole gives the machine (``poolside_v1``'s; also
+    ``minicpm5``'s, ``formats/minicpm5.py``)."""
+
+    call: str
+    end_call: str
+    read: Callable[[str, ToolContext], tuple[str, str] | None]
+    """One whole call's text → (name, JSON arguments), or None (not a call);
+    ``UnwritableError``: the whole output is content."""
+    normalize: Callable[[str, str], str] | None = None
+    """Rewrites the output before it is read: ``(held, text)`` → the two joined, ``held``
+    already rewritten (a rewrite may begin in its last characters)."""
+    hold: tuple[str, ...] = ()
+    """Texts ``normalize`` rewrites: held at the end of a chunk of content."""
+    forced: Feed[PoolsideState] | None = None
+    """Reads the output instead under a forced ``tool_choice`` ("required" or named: vLLM's
+    JSON path); None: the calls are read as under "auto"."""
+
+
+def held_feed(spec: HeldCalls, state: PoolsideState, text: str, final: bool,
+              context: ToolContext) -> tuple[str, list[ToolCallDelta], PoolsideState]:
+    """The machine: ``spec``'s calls held whole, content as the module docstring says."""
+    if spec.forced is not None and (context.forced_name or context.required):
+        return spec.forced(state, text, final, context)
+    start, end = context.spelled(spec.call), context.spelled(spec.end_call)
     mode, space, spoke, count, skip = state.mode, state.space, state.spoke, state.calls, \
         state.skip
-    buf = state.held + text
+    buf = state.held + text if spec.normalize is None else spec.normalize(state.held, text)
     # where the next call may begin (PENDING holds the calls already skipped before it)
     at = _skipped(state.held, start, end) if mode == PENDING else 0
     out: list[str] = []
     calls: list[ToolCallDelta] = []
     while True:
         if mode == TEXT:
-            out.append(buf)
-            buf = ""
+            hold = 0 if final else pending_prefix(buf, spec.hold)
+            out.append(buf[:len(buf) - hold])
+            buf = buf[len(buf) - hold:]
             break
         if mode == OPEN:
             found = buf.find(start)
             if found == -1:
-                piece, buf, spoke = leading_text(buf, (start,), final, spoke, False)
+                piece, buf, spoke = leading_text(buf, (start, *spec.hold), final, spoke, False)
                 out.append(piece)
                 break
             before = buf[:found]
@@ -194,7 +223,7 @@ def _feed(state: PoolsideState, text: str, final: bool, context: ToolContext
                 buf, at = buf[stop:], 0
             continue
         try:
-            read = read_call(buf[opened:stop], context)
+            read = spec.read(buf[opened:stop], context)
         except UnwritableError:
             if mode == PENDING:  # vLLM: the whole output is content
                 out.append(space + buf)
@@ -207,7 +236,7 @@ def _feed(state: PoolsideState, text: str, final: bool, context: ToolContext
         calls.append(ToolCallDelta(count, *read))
         count += 1
         mode, buf, at, space = CALLED, buf[stop:], 0, ""
-    return "".join(out), calls, PoolsideState(mode, buf, space, spoke, count, skip)
+    return "".join(out), calls, type(state)(mode, buf, space, spoke, count, skip)
 
 
 def _skipped(held: str, start: str, end: str) -> int:
@@ -229,12 +258,20 @@ def _encode(state: PoolsideState, w: Writer) -> None:
     w.uint(state.calls)
 
 
-def _decode(r: Reader) -> PoolsideState:
+def _decode(r: Reader, state: type[PoolsideState] = PoolsideState) -> PoolsideState:
     mode, held, space, bits, calls = r.uint(), r.text(), r.text(), r.uint(), r.uint()
     if mode > TEXT or bits > 3:
-        raise ValueError("not a poolside_v1 state")
-    return PoolsideState(mode, held, space, bool(bits & 1), calls, bool(bits & 2))
+        raise ValueError("not a held-calls state")
+    return state(mode, held, space, bool(bits & 1), calls, bool(bits & 2))
 
 
-FORMAT: ToolFormat[PoolsideState] = ToolFormat("poolside_v1", PoolsideState, PoolsideState,
-                                               _feed, _encode, _decode)
+def held_format(name: str, spec: HeldCalls, state: type[PoolsideState]
+                ) -> ToolFormat[PoolsideState]:
+    """A format read by this machine with ``spec``'s data, its states of type ``state`` (a
+    ``PoolsideState`` of its own)."""
+    return ToolFormat(name, state, state, functools.partial(held_feed, spec), _encode,
+                      functools.partial(_decode, state=state))
+
+
+POOLSIDE = HeldCalls(CALL, END_CALL, read_call)
+FORMAT: ToolFormat[PoolsideState] = held_format("poolside_v1", POOLSIDE, PoolsideState)
