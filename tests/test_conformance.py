@@ -731,6 +731,19 @@ MESSAGE_REASONING[_case_name(6908)] = None
 # ... its streams: with thinking off everything streams as content, and the whitespace between
 # </think> and a hermes call streams as content (the messages: split; none)
 STREAM_AS_MESSAGE.update({_case_name(n): _case_name(n - 1) for n in (6917, 6923)})
+# k2_horizon (issue 19, branch k2h; docs/vllm-compat/k2_horizon.md, README compatibility): an
+# output whose reasoning never ends (no end marker of the request's effort, no
+# <ifm|tool_calls>) streams as reasoning where vLLM's message has it as content; ours fold to
+# the message
+STREAM_AS_MESSAGE.update({_case_name(n): _case_name(n - 1) for n in (9007, 9009, 9065, 9091)})
+# ... and a stream whose request names a tool_call_format or reasoning_effort vLLM's k2_horizon
+# parsers refuse: vLLM answers the first chunk "invalid stream_state: derender failed"; ours
+# gives the non-streaming answer's message
+DEVIATIONS.update({
+    _case_name(9085): (400, "BadRequestError", "Unsupported tool_call_format 'yaml'."),
+    _case_name(9099): (400, "BadRequestError", "Unsupported reasoning_effort 'none'."),
+    _case_name(9101): (400, "BadRequestError", "Unsupported reasoning_effort 'max'."),
+})
 
 # Under VLLM_ENFORCE_STRICT_TOOL_CALLING=1 vLLM leaves JSON-schema output of tool_choice
 # "required" in content; we parse it, as its non-strict recordings do.
@@ -1077,6 +1090,9 @@ ISSUE_19_20: dict[tuple[int, int], tuple[int, str]] = {
     (5400, 5799): (118 + 100, "ernie45 5400-5517, hunyuan_a13b 5520-5619"),
     (5000, 5399): (66 + 72, "granite_thinking_parser 5000-5065, granite 5100-5171"),
     (6600, 6999): (120 + 46 + 30, "plamo3 6600-6719, minicpmv 6800-6845, step3 6900-6929"),
+    # branch k2h
+    (9000, 9199): (116, "k2_horizon 9000-9115 (tools and reasoning, every tool_call_format and "
+                        "reasoning_effort)"),
 }
 """The recordings of issues 19 and 20 by number range: how many cases, of which names."""
 

@@ -141,6 +141,10 @@ class ToolRecord:
     needs_reasoning: bool = False
     """Served only with its family's reasoning parser (``muse``: alone, vLLM's tool parser
     reads every channel itself, which derender does not read)."""
+    mode: Ref | None = None
+    """A format the request puts in one of its modes: ``(template kwargs) -> int`` (refusing
+    a value it does not know with ``BadRequestError``), the mode its ``ToolFormat.start_in``
+    starts in (k2_horizon's ``tool_call_format``)."""
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -184,6 +188,10 @@ class ReasoningRecord:
     """Paired with another family's tool parser, that parser reads every output: without
     ``tools`` or under ``tool_choice`` "none" its calls are dropped and its content kept
     (vLLM's ``KimiK3Parser._extract_tool_calls``; recordings 8320, 8322)."""
+    mode: Ref | None = None
+    """``Machine.OWN`` formats with ``ReasoningFormat.modes``: ``(template kwargs) -> int``
+    (refusing a value it does not know with ``BadRequestError``), the request's mode
+    (k2_horizon's ``reasoning_effort``), which the reasoning state carries."""
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -232,6 +240,15 @@ MUSE_FRAMING = (Marker(56, "<|start|>"), Marker(57, "<|message|>"), Marker(58, "
                 Marker(59, "<|eot|>"))
 # wrapped2 (ERNIE 4.5): the answer markers of its content
 ERNIE45_RESPONSE = (Marker(60, "<response>"), Marker(61, "</response>"))
+# branch k2h (issue 19): MBZUAI K2 Horizon's IFM markers (the lead renumbers these)
+K2H_THINK = (Marker(62, "<ifm|think>"), Marker(63, "</ifm|think>"),
+             Marker(64, "<ifm|think_fast>"), Marker(65, "</ifm|think_fast>"),
+             Marker(66, "<ifm|think_faster>"), Marker(67, "</ifm|think_faster>"))
+K2H_CALLS = (Marker(68, "<ifm|tool_calls>"), Marker(69, "</ifm|tool_calls>"),
+             Marker(70, "<ifm|tool_call>"), Marker(71, "</ifm|tool_call>"),
+             Marker(72, "<ifm|arg_key>"), Marker(73, "</ifm|arg_key>"),
+             Marker(74, "<ifm|arg_type>"), Marker(75, "</ifm|arg_type>"),
+             Marker(76, "<ifm|arg_value>"), Marker(77, "</ifm|arg_value>"))
 
 QWEN3_TOOLS = (TOOL_CALL, END_TOOL_CALL)
 QWEN3_REASONING = (THINK, END_THINK, TOOL_CALL, *CHATML)
@@ -346,6 +363,10 @@ TOOL_RECORDS: tuple[ToolRecord, ...] = (
     _own("ernie45", "hermes", "ERNIE45", 120, markers=QWEN3_TOOLS),
     # Hunyuan-A13B's <tool_calls>[…]</tool_calls> JSON list (json_wrapped's machine, as jamba)
     _own("hunyuan_a13b", "json_wrapped", "HUNYUAN_A13B_FORMAT", 121, markers=(JAMBA_CALLS,)),
+    # branch k2h (issue 19, tags 205-209): MBZUAI K2 Horizon's IFM group, held whole as Hy4's
+    # (hy.HeldBlock), in the request's tool_call_format
+    _own("k2_horizon", "k2_horizon", "FORMAT", 205, markers=K2H_CALLS, reads=Reads.WITH_CALLS,
+         mode=Ref(_F + "k2_horizon", "call_form")),
 )
 """The tool-call formats."""
 
@@ -423,6 +444,9 @@ REASONING_RECORDS: tuple[ReasoningRecord, ...] = (
     # template branch: the response-template family (read by its tool record's machine)
     ReasoningRecord("hf", Machine.TEMPLATE, family="hf", reasoning_config="hf"),
     ReasoningRecord("beam", Machine.TEMPLATE, family="beam", reasoning_config="beam"),
+    # branch k2h (issue 19): K2 Horizon, its think markers chosen by reasoning_effort
+    _reasoning("k2_horizon", (*K2H_THINK, K2H_CALLS[0]),
+               mode=Ref(_F + "k2_horizon", "effort")),
 )
 """The reasoning formats."""
 

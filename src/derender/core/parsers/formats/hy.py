@@ -38,7 +38,7 @@ import functools
 import json
 import re
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -200,8 +200,9 @@ MAX_BLOCK = 4096
 longer block is content (README compatibility table)."""
 
 HY4_OPEN, HY4_BLOCK, HY4_DONE, HY4_TEXT = range(4)
-"""Before the block; in it (held); after the returned calls (dropped); all content (the block
-was faulty, or ``</tool_calls>`` came first)."""
+"""Before the block; in it (held); after the returned calls (dropped, or content with
+``HeldBlock.keeps_after``); all content (the block was faulty, or, with
+``HeldBlock.end_first_is_text``, its end came first)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,11 +210,35 @@ class Hy4State(ToolState):
     mode: int = HY4_OPEN
     held: str = ""
     """HY4_OPEN: text that may be whitespace before the block or begin a marker; HY4_BLOCK: the
-    block after ``<tool_calls>``."""
+    block after its start marker; HY4_DONE (``keeps_after``): whitespace after the block that
+    may still be dropped."""
     space: str = ""
-    """Whitespace alone before the block (dropped if its calls are returned)."""
+    """Whitespace alone before the block (dropped if its calls are returned, unless
+    ``keeps_after``: then it leads the content after the block, if that says something)."""
     spoke: bool = False
     """Content other than whitespace was emitted."""
+    form: int = 0
+    """The request's form of the calls (``HeldBlock.read``'s ``form``), read from its template
+    kwargs when the stream starts (``HeldBlock.form``) and carried: k2_horizon's
+    ``tool_call_format``; 0 for a grammar of one form."""
+
+
+@dataclass(frozen=True, slots=True)
+class HeldBlock:
+    """A grammar whose call block is held whole until its end marker and read at once (Hy4's
+    strict extractor; K2 Horizon's ``<ifm|tool_calls>`` group, ``formats/k2_horizon.py``)."""
+
+    start: str
+    end: str
+    read: Callable[[str, ToolContext, int], list[tuple[str, str]] | None]
+    """The text between the markers, the context and the state's ``form`` -> each call's name
+    and JSON arguments; None when the block is faulty (the whole output is then content)."""
+    end_first_is_text: bool = True
+    """An end marker before any start marker makes the whole output content (Hy4)."""
+    keeps_after: bool = False
+    """The text after the block is content (Hy4: dropped), led by the whitespace before the
+    block; content that is whitespace alone is dropped at the end (K2 Horizon's
+    ``content_or_none`` and its stream's pending whitespace)."""
 
 
 @functools.cache
@@ -257,30 +282,38 @@ def hy4_calls(block: str, context: ToolContext) -> list[tuple[str, str]] | None:
     return calls
 
 
-def _hy4_feed(state: Hy4State, text: str, final: bool, context: ToolContext
-              ) -> tuple[str, list[ToolCallDelta], Hy4State]:
+def held_feed(grammar: HeldBlock, state: Hy4State, text: str, final: bool,
+              context: ToolContext) -> tuple[str, list[ToolCallDelta], Hy4State]:
     """Content and the calls of new text; ``final`` settles what was held back."""
-    start, end = context.spelled(HY4_CALLS), context.spelled(HY4_END_CALLS)
-    mode, space, spoke = state.mode, state.space, state.spoke
+    start, end = context.spelled(grammar.start), context.spelled(grammar.end)
+    mode, space, spoke, form = state.mode, state.space, state.spoke, state.form
     scan = max(0, len(state.held) - len(end) + 1) if mode == HY4_BLOCK else 0
     buf = state.held + text
     out: list[str] = []
     calls: list[ToolCallDelta] = []
+    keep = grammar.keeps_after
     while buf or final:
         if mode == HY4_DONE:
-            buf = ""
+            if keep:  # after the block: content, led by the whitespace held so far
+                piece, buf, spoke = leading_text(space + buf, (), final, spoke, True)
+                out.append(piece)
+                space = ""
+            else:
+                buf = ""
             break
         if mode == HY4_TEXT:
             out.append(buf)
             buf = ""
             break
         if mode == HY4_OPEN:
-            at, ended = buf.find(start), buf.find(end)
+            at = buf.find(start)
+            ended = buf.find(end) if grammar.end_first_is_text else -1
             if ended != -1 and (at == -1 or ended < at):  # vLLM's end before its start
                 mode, spoke = HY4_TEXT, True
                 continue
             if at == -1:
-                piece, buf, spoke = leading_text(buf, (start, end), final, spoke, False)
+                markers = (start, end) if grammar.end_first_is_text else (start,)
+                piece, buf, spoke = leading_text(buf, markers, final, spoke, keep)
                 out.append(piece)
                 break
             before = buf[:at]
@@ -299,18 +332,32 @@ def _hy4_feed(state: Hy4State, text: str, final: bool, context: ToolContext
             if utf8_size(buf[:held]) <= MAX_BLOCK:
                 break
         found = None if close == -1 or utf8_size(block) > MAX_BLOCK \
-            else hy4_calls(block, context)
+            else grammar.read(block, context, form)
         if found is None:  # faulty, unclosed or too long: the whole output is content
             out.append(space + start + buf)
             mode, buf, space, spoke = HY4_TEXT, "", "", True
             continue
         calls = [ToolCallDelta(i, name, arguments) for i, (name, arguments) in enumerate(found)]
-        mode, buf, space = HY4_DONE, "", ""
-        break
+        mode, buf = HY4_DONE, buf[close + len(end):]
+        if not keep:
+            space = ""
     if final and mode == HY4_OPEN and space:
         out.insert(0, space)
         space = ""
-    return "".join(out), calls, Hy4State(mode, buf, space, spoke)
+    return "".join(out), calls, type(state)(mode, buf, space, spoke, form)
+
+
+def _hy4_read(block: str, context: ToolContext, form: int) -> list[tuple[str, str]] | None:
+    del form  # one form
+    return hy4_calls(block, context)
+
+
+HY4_BLOCK_GRAMMAR = HeldBlock(HY4_CALLS, HY4_END_CALLS, _hy4_read)
+
+
+def _hy4_feed(state: Hy4State, text: str, final: bool, context: ToolContext
+              ) -> tuple[str, list[ToolCallDelta], Hy4State]:
+    return held_feed(HY4_BLOCK_GRAMMAR, state, text, final, context)
 
 
 def _hy4_encode(state: Hy4State, w: Writer) -> None:
