@@ -28,7 +28,9 @@ from derender.core.parsers.formats import hy
 from derender.core.parsers.formats import k2_horizon as k2h
 from derender.core.parsers.tools import ToolContext, ToolFormat
 from derender.core.state.codec import Reader, Writer
+from derender_testing.chat_streams import post
 from derender_testing.models import tokenizer, vocabulary
+from derender_testing.recorded import load_case, numbered
 from derender_testing.tool_streams import check_written, feed_all, requests, run_both
 from tests.test_parser_dsml import TOOLS
 from tests.test_parser_properties import PROPS
@@ -365,3 +367,36 @@ def test_k2_horizon_stream_folds_to_message(client_for: Any, data: st.DataObject
     expected = run_both(client, MODEL, ids, finish, prompt, request, data)
     if clean:
         check_written(expected, [[n, p] for n, p in written], request)
+
+
+@pytest.mark.parametrize(("number", "reasoning_parser", "tool_parser"), [
+    (9086, "k2_horizon", None),  # medium: no call, so the reasoning parser's split alone
+    (9096, "k2_horizon", None),  # the top-level effort
+    (9072, None, "k2_horizon"),  # json: the output opens with the effort's end marker
+    (9066, None, "k2_horizon"),  # xml_typed
+])
+def test_each_parser_alone_reads_its_part_as_recorded(client_for: Any, number: int,
+                                                      reasoning_parser: str | None,
+                                                      tool_parser: str | None) -> None:
+    """Each parser alone, on a recorded case whose other part is none: the reasoning
+    parser's split of an output without calls, the tool parser's calls (the reasoning
+    parser's text before them being "" in the recording, the end marker stays in the
+    content)."""
+    case = load_case(numbered(number))
+    [recorded] = case["calls"]
+    request, message = recorded["request"], recorded["response"]["choices"][0]["message"]
+    body = {k: v for k, v in request.items() if k != "model"}
+    if tool_parser is None:
+        body["chat_request"] = {k: v for k, v in body["chat_request"].items()
+                                if k not in ("tools", "tool_choice")}
+    got = post(client_for(MODEL, reasoning_parser, tool_parser),
+               {"model": MODEL, **body})["choices"][0]["message"]
+    if tool_parser is None:
+        assert (got["reasoning"], got["content"]) == (message["reasoning"], message["content"])
+        assert not got.get("tool_calls")
+    else:
+        assert got["reasoning"] is None
+        assert [(c["function"]["name"], json.loads(c["function"]["arguments"]))
+                for c in got["tool_calls"]] == [
+            (c["function"]["name"], json.loads(c["function"]["arguments"]))
+            for c in message["tool_calls"]]
