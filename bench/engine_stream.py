@@ -190,6 +190,14 @@ FORMATS = {
                     "<arg_key:opensource>notes</arg_key:opensource><arg_value:opensource>",
                     "</arg_value:opensource>\n</tool_call:opensource>\n"
                     "</tool_calls:opensource>"),
+    # k2_horizon (issue 19, branch k2h): reasoning held up to 512 characters, then streamed;
+    # the IFM group held whole (xml, the default tool_call_format)
+    "k2_horizon": Format("K2 Horizon", "k2h-standin", "k2h-standin", "k2h-standin",
+                         "k2_horizon", 50256,
+                         "</ifm|think>\n<ifm|tool_calls>\n<ifm|tool_call>get_weather\n"
+                         "<ifm|arg_key>city</ifm|arg_key><ifm|arg_value>Lisbon</ifm|arg_value>"
+                         "\n<ifm|arg_key>notes</ifm|arg_key><ifm|arg_value>",
+                         "</ifm|arg_value>\n</ifm|tool_call>\n</ifm|tool_calls>"),
     # poolside_v1 (issue 19, branch glm2): thinking by the kwargs, each call held whole
     "poolside_v1": Format("Laguna", "poolside-standin", "poolside-standin", "poolside-standin",
                           "poolside_v1", 50256,

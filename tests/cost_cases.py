@@ -124,6 +124,10 @@ TEMPLATES: dict[str, str] = {
                "<|plamo:begin_tool_arguments:plamo|><|plamo:constrain|>json<|plamo:msg|>"
                '{"a": "VALUE", "n": "1"}<|plamo:end_tool_arguments:plamo|>'
                "<|plamo:end_tool_request:plamo|><|plamo:end_tool_requests:plamo|>"),
+    # branch k2h: K2 Horizon's IFM group, held whole (xml, the default tool_call_format)
+    "k2_horizon": ("<ifm|tool_calls>\n<ifm|tool_call>NAME\n<ifm|arg_key>a</ifm|arg_key>"
+                   "<ifm|arg_value>VALUE</ifm|arg_value>\n<ifm|arg_key>n</ifm|arg_key>"
+                   "<ifm|arg_value>1</ifm|arg_value>\n</ifm|tool_call>\n</ifm|tool_calls>"),
 }
 # kimi3 (issue 20): Kimi K3's XTML channels
 K3_CALL = ('<|open|>call tool="NAME"<|sep|><|open|>argument key="a" type="string"<|sep|>'
@@ -199,6 +203,9 @@ PARAMETERS["hy_v4"] = ("<tool_calls:opensource><tool_call:opensource>f",  # glm2
                        "</arg_value:opensource>",
                        "<arg_key:opensource>a</arg_key:opensource><arg_value:opensource>x")
 PARAMETERS["poolside_v1"] = ("<tool_call>f\n", *PARAMETERS["glm47"][1:])  # glm2
+PARAMETERS["k2_horizon"] = ("<ifm|tool_calls><ifm|tool_call>f",  # branch k2h
+                            "<ifm|arg_key>a</ifm|arg_key><ifm|arg_value>x</ifm|arg_value>",
+                            "<ifm|arg_key>a</ifm|arg_key><ifm|arg_value>x")
 PARAMETERS["kimi_k3"] = ('<|open|>tools<|sep|><|open|>call tool="f"<|sep|>',
                          '<|open|>argument key="a" type="string"<|sep|>x<|close|>argument<|sep|>',
                          '<|open|>argument key="a" type="object"<|sep|>x')
@@ -241,6 +248,8 @@ REASONING_TEMPLATES: dict[str, str] = {
     "plamo3": "reasoning VALUE<|plamo:end_think:plamo|>answer<|plamo:begin_",
     "step3": "<think>reasoning VALUE</think>answer</think>",
     "minicpmv": "reasoning VALUE\\n`a\\nb`</think>answer\\n$x$<reserved_12>\\<tool_call>",
+    # branch k2h: held until the end marker (of "high", the default effort)
+    "k2_horizon": "<ifm|think>reasoning VALUE</ifm|think>answer ",
 }
 """Text each reasoning parser reads markers in."""
 # granite-inkling: Granite 4.2's reasoning (nemotron_v3's markers; newlines open the content)
@@ -267,6 +276,7 @@ PAIRS: tuple[tuple[str | None, str | None], ...] = (
     # granite-inkling
     ("granite_thinking_parser", "qwen3_coder"),
     ("plamo3", "plamo3"), ("minicpmv", "qwen3_coder"), ("step3", "hermes"),  # branch qwen2
+    ("k2_horizon", "k2_horizon"),  # branch k2h
 )
 """(reasoning parser, tool parser) pairings: every tool format and every reasoning parser
 alone, and each family's own pairing (step3p5 and nemotron_v3 with qwen3_coder, issue 22),

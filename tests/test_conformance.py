@@ -771,6 +771,19 @@ STREAM_AS_MESSAGE.update({_case_name(n): _case_name(n - 1) for n in (
 # response:"), which vLLM's message gives as "" and ours as null, as for step3 (README)
 MESSAGE_DIFFERENCES[_case_name(9214)] = (" It is sunny in Paris, 22 °C.", [], "stop")
 MESSAGE_REASONING[_case_name(9214)] = None
+# k2_horizon (issue 19, branch k2h; docs/vllm-compat/k2_horizon.md, README compatibility): an
+# output whose reasoning never ends (no end marker of the request's effort, no
+# <ifm|tool_calls>) streams as reasoning where vLLM's message has it as content; ours fold to
+# the message
+STREAM_AS_MESSAGE.update({_case_name(n): _case_name(n - 1) for n in (9007, 9009, 9065, 9091)})
+# ... and a stream whose request names a tool_call_format or reasoning_effort vLLM's k2_horizon
+# parsers refuse: vLLM answers the first chunk "invalid stream_state: derender failed"; ours
+# gives the non-streaming answer's message
+DEVIATIONS.update({
+    _case_name(9085): (400, "BadRequestError", "Unsupported tool_call_format 'yaml'."),
+    _case_name(9099): (400, "BadRequestError", "Unsupported reasoning_effort 'none'."),
+    _case_name(9101): (400, "BadRequestError", "Unsupported reasoning_effort 'max'."),
+})
 
 # Under VLLM_ENFORCE_STRICT_TOOL_CALLING=1 vLLM leaves JSON-schema output of tool_choice
 # "required" in content; we parse it, as its non-strict recordings do.
@@ -1145,6 +1158,9 @@ ISSUE_19_20: dict[tuple[int, int], tuple[int, str]] = {
                             "alone)"),
     # branch minicpm5
     (8800, 8999): (90, "minicpm5 8800-8875, 8886-8889 (with minicpmv), 8876-8885 (alone)"),
+    # branch k2h
+    (9000, 9199): (116, "k2_horizon 9000-9115 (tools and reasoning, every tool_call_format and "
+                        "reasoning_effort)"),
 }
 """The recordings of issues 19 and 20 by number range: how many cases, of which names."""
 

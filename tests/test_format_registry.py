@@ -65,6 +65,10 @@ def test_the_marker_table_is_the_one_states_were_issued_with() -> None:
     assert MARKUP[62:67] == ("<｜tool_calls_begin｜>", "<｜tool_calls_end｜>",  # Step 3 tools
                              "<｜tool_call_begin｜>", "<｜tool_call_end｜>", "<｜tool_sep｜>")
     assert MARKUP[67:69] == ("<|tools_prefix|>", "<|tools_suffix|>")  # Apertus
+    assert MARKUP[69:85] == tuple(f"<{end}ifm|{tag}>" for tag in (  # K2 Horizon
+        "think", "think_fast", "think_faster") for end in ("", "/")) + tuple(
+        f"<{end}ifm|{tag}>" for tag in ("tool_calls", "tool_call", "arg_key", "arg_type",
+                                         "arg_value") for end in ("", "/"))
 
 
 

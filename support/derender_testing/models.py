@@ -28,6 +28,7 @@ from derender_testing.tokenizer_variants import (
     derive_hy4_standin,
     derive_internlm2_standin,
     derive_jamba_standin,
+    derive_k2h_standin,
     derive_kimi_k3_standin,
     derive_kimi_standin,
     derive_lfm2_standin,
@@ -68,7 +69,9 @@ MODEL_NAMES = ("qwen3", "mistral-7b", "deepseek-v4", "gpt2", "llama3.1", "llama3
                # branch qwen2
                "plamo3-standin",
                # branch json3
-               "apertus-standin")
+               "apertus-standin",
+               # branch k2h
+               "k2h-standin")
 DERIVED = {"llama3.1-tools": ("llama3.1", derive_llama31_tools),
            "mistral-tools": ("mistral-7b", derive_mistral_tools),
            "mistral-tools-v3": ("mistral-7b", derive_mistral_tools_v3),
@@ -110,7 +113,9 @@ DERIVED = {"llama3.1-tools": ("llama3.1", derive_llama31_tools),
            # branch qwen2
            "plamo3-standin": ("gpt2", derive_plamo3_standin),
            # branch json3
-           "apertus-standin": ("gpt2", derive_apertus_standin)}
+           "apertus-standin": ("gpt2", derive_apertus_standin),
+           # branch k2h
+           "k2h-standin": ("gpt2", derive_k2h_standin)}
 """Test models whose tokenizer files are derived from another's (``tokenizer_variants``)."""
 
 

@@ -650,3 +650,19 @@ as in Apertus (the parser turns ``skip_special_tokens`` off to see them)."""
 
 def derive_apertus_standin(source: Path, target: Path) -> bool:
     return derive_added_tokens(source, target, APERTUS_ADDED)
+# branch k2h (issue 19)
+K2H_MARKERS = ("<ifm|think>", "</ifm|think>", "<ifm|think_fast>", "</ifm|think_fast>",
+               "<ifm|think_faster>", "</ifm|think_faster>", "<ifm|tool_calls>",
+               "</ifm|tool_calls>", "<ifm|tool_call>", "</ifm|tool_call>", "<ifm|arg_key>",
+               "</ifm|arg_key>", "<ifm|arg_type>", "</ifm|arg_type>", "<ifm|arg_value>",
+               "</ifm|arg_value>")
+"""``k2h-standin`` (branch k2h): MBZUAI K2 Horizon's IFM markers as vLLM's ``k2_horizon``
+parsers name them (the three effort modes' think pairs and the call tags; no public source of
+K2 Horizon's vocabulary was found offline, so the ids are unverified), appended to GPT-2's
+vocabulary as added tokens 50257-50272, not special."""
+
+
+def derive_k2h_standin(source: Path, target: Path) -> bool:
+    """``target``'s tokenizer files from ``source``'s (GPT-2's): ``K2H_MARKERS`` appended as
+    added tokens, the class ``PreTrainedTokenizerFast``. Deterministic; git-ignored."""
+    return _derive_gpt2_markers(source, target, K2H_MARKERS)

@@ -84,7 +84,9 @@ def parsed_message(parsing: parsers.ParserSettings, parsed: ParsedDelta, request
     if parsing.forced:
         content = content or ""
     message["content"] = content
-    message["reasoning"] = parsed.reasoning or None
+    empty = "" if (parsing.reasoning is not None and parsing.reasoning.empty_reasoning
+                   and parsing.include_reasoning) else None
+    message["reasoning"] = parsed.reasoning or empty
     if calls:
         tool_calls: list[ToolCall] = [
             {"id": ids.get(i) or parsers.tool_call_id(request_id, index, i, parsing.tool_format),

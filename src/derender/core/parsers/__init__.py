@@ -285,6 +285,11 @@ class ParserSettings:
     """Response-template formats: its reasoning parser is named (thinking is reasoning)."""
     template_tools: bool = False
     """Response-template formats: calls are read (else their text is content)."""
+    tool_mode: int = 0
+    """The request's mode of a tool format with a ``ToolRecord.mode`` (its state carries it)."""
+    reasoning_mode: int = 0
+    """The request's mode of a reasoning format with ``ReasoningRecord.mode`` (its state
+    carries it)."""
 
     @property
     def spelling(self) -> Mapping[str, str]:
@@ -365,6 +370,8 @@ class _Pair:
     switch: Callable[[dict[str, Any]], bool] | None
     older_grammar: Callable[[Callable[[str], bool]], bool] | None
     front: str | None
+    tool_mode: Callable[[dict[str, Any]], int] | None
+    reasoning_mode: Callable[[dict[str, Any]], int] | None
 
 
 @functools.cache
@@ -378,7 +385,9 @@ def _pair(reasoning_parser: str | None, tool_parser: str | None) -> _Pair:
         own.switch.load() if own is not None and own.thinking is Thinking.KWARGS
         and own.switch is not None else None,
         tool.older_grammar.load() if tool is not None and tool.older_grammar else None,
-        front(reasoning_parser, tool_parser))
+        front(reasoning_parser, tool_parser),
+        tool.mode.load() if tool is not None and tool.mode is not None else None,
+        own.mode.load() if own is not None and own.mode is not None else None)
 
 
 def parser_settings(reasoning_parser: str | None, tool_parser: str | None,
@@ -434,6 +443,9 @@ def parser_settings(reasoning_parser: str | None, tool_parser: str | None,
     thinking = on if engine_reasoning else (
         reasoning.switched_on(fmt, request.chat_template_kwargs or {}, on) if fmt else on)
     engine_thinking = engine_reasoning and thinking
+    kwargs = template_kwargs(request) if pair.tool_mode or pair.reasoning_mode else {}
+    reasoning_mode = pair.reasoning_mode(kwargs) if pair.reasoning_mode else 0
+    tool_mode = pair.tool_mode(kwargs) if pair.tool_mode and tools else 0  # (vLLM: when read)
     if mode == TOOLS and tool is not None and tools:
         switch = engine_config(tool.name).tools_think  # the tools alone read think markers
         engine_thinking = switch is not None and switch(template_kwargs(request))
@@ -450,6 +462,7 @@ def parser_settings(reasoning_parser: str | None, tool_parser: str | None,
         engine_thinking=engine_thinking,
         engine_mode=mode or BOTH,
         front=first,
+        tool_mode=tool_mode, reasoning_mode=reasoning_mode,
     )
 
 
@@ -499,7 +512,9 @@ def start(settings: ParserSettings, vocab: Vocabulary, prompt_ids: Sequence[int]
         tools = engine.start(tool_format(tool.name), engine_config(tool.name),
                              settings.engine_thinking, settings.engine_mode)
     elif tool is not None:
-        tools = tool_format(tool.name).start()
+        machine = tool_format(tool.name)
+        tools = machine.start() if machine.start_in is None else machine.start_in(
+            settings.tool_mode)
     first: ToolState | None = None
     if settings.front is not None:
         from derender.core.parsers import engine  # noqa: PLC0415 (only when served)
@@ -508,7 +523,8 @@ def start(settings: ParserSettings, vocab: Vocabulary, prompt_ids: Sequence[int]
     return ParserState(
         reasoning=None if fmt is None else reasoning.start(fmt, vocab, prompt_ids,
                                                            settings.thinking,
-                                                           settings.force_content),
+                                                           settings.force_content,
+                                                           settings.reasoning_mode),
         tools=tools, tool_tag=None if tools is None or tool is None else tool.tag,
         front=first, front_tag=None if settings.front is None else tag_of(settings.front),
     )
@@ -559,6 +575,9 @@ def feed(settings: ParserSettings, state: ParserState, text: str, final: bool
     elif first is not None:
         raise BadRequestError(OTHER_FORMAT)
     reasoning_state = state.reasoning
+    if (settings.reasoning is not None and reasoning_state is not None and reasoning_state.mode
+            >= max(1, len(settings.reasoning.modes))):
+        raise BadRequestError(OTHER_FORMAT)  # a mode this format does not have
     if settings.reasoning is not None and reasoning_state is not None:
         split, reasoning_state = reasoning.feed(settings.reasoning, reasoning_state, text, final,
                                                 spell)

@@ -41,6 +41,7 @@ could still become a marker. Formats, as vLLM 0.33 names them:
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
@@ -150,11 +151,24 @@ class ReasoningFormat:
     recovers_newlines: bool = False
     """minicpmv: ``\\n`` escapes in the reasoning and the content become newlines
     (``escapes.recover``, applied after the tool parser; its state is this one's)."""
+    modes: tuple[tuple[str, str], ...] = ()
+    """k2_horizon: the ``start`` and ``end`` of each mode the request may choose (its record's
+    ``mode``; ``ReasoningState.mode``, carried by the state); empty: one mode, ``start`` and
+    ``end``."""
+    always_open: bool = False
+    """``at_start_only``: the output starts inside reasoning whatever the prompt (k2_horizon:
+    vLLM removes a leading ``start`` and reads reasoning up to ``end``)."""
+    held_start: bool = True
+    """``holds_reasoning``: an output whose reasoning never closes is content with ``start``
+    put back (hunyuan_a13b, as written); False: without it (k2_horizon's ``removeprefix``)."""
+    empty_reasoning: bool = False
+    """The message's reasoning is "" rather than null when there is none (k2_horizon: vLLM's
+    ``extract_reasoning`` always returns a string)."""
 
     def markers(self, reasoning: bool, stage: int = 0) -> tuple[str, ...]:
         if self.at_start_only:
             if reasoning:
-                return (self.end,)
+                return (self.end, *self.ends_implicitly)
             return (self.content_end,) if self.content_end and stage != DROPPED else ()
         if reasoning:
             return ((self.start,) if self.reads_start else ()) + (
@@ -243,6 +257,15 @@ FORMATS = {
     "mistral": ReasoningFormat("mistral", ends_implicitly=("[TOOL_CALLS]",), drops_late_end=True,
                                start="[THINK]", end="[/THINK]", starts_in_content=True,
                                reopens=True, strips_trailing_space=True),
+    # branch k2h: K2 Horizon, always in reasoning up to the effort's end marker or
+    # <ifm|tool_calls> (kept for the tool parser), a leading start marker removed; an output
+    # whose reasoning never ends is content (held, as hunyuan_a13b's) [9000-9101]
+    "k2_horizon": ReasoningFormat(
+        "k2_horizon", ends_implicitly=("<ifm|tool_calls>",), at_start_only=True,
+        always_open=True, holds_reasoning=True, held_start=False, empty_reasoning=True,
+        start="<ifm|think>", end="</ifm|think>",
+        modes=(("<ifm|think>", "</ifm|think>"), ("<ifm|think_fast>", "</ifm|think_fast>"),
+               ("<ifm|think_faster>", "</ifm|think_faster>"))),
 }
 
 
@@ -276,6 +299,8 @@ class ReasoningState:
     escapes: tuple[str, str, str, str] = ("", "", "", "")
     """``recovers_newlines``: the reasoning's and the content's open span and held text
     (``escapes.recover``)."""
+    mode: int = 0
+    """``modes`` formats: the request's mode (an index of ``ReasoningFormat.modes``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -319,10 +344,32 @@ def prompt_opens_block(vocab: Vocabulary, prompt_ids: Sequence[int] | None,
 
 
 def start(fmt: ReasoningFormat, vocab: Vocabulary, prompt_ids: Sequence[int] | None,
-          thinking: bool, force_content: bool = False) -> ReasoningState | None:
+          thinking: bool, force_content: bool = False, mode: int = 0) -> ReasoningState | None:
     """Initial state, or None when the parser is off (all text is content, untouched).
     ``force_content``: the request forces content (``force_nonempty_content``, or thinking
-    off), for formats that swap."""
+    off), for formats that swap; ``mode``: the request's (``modes`` formats)."""
+    if fmt.modes:
+        return ReasoningState(True, mode=mode) if fmt.always_open else replace(
+            _start(moded(fmt, mode), vocab, prompt_ids, thinking, force_content)
+            or ReasoningState(False), mode=mode)
+    return _start(fmt, vocab, prompt_ids, thinking, force_content)
+
+
+@functools.cache
+def moded(fmt: ReasoningFormat, mode: int) -> ReasoningFormat:
+    """``fmt`` in one of its ``modes`` (its ``start`` and ``end``); ValueError: no such mode."""
+    if not fmt.modes:
+        if mode:
+            raise ValueError(f"{fmt.name} has one mode")
+        return fmt
+    if not 0 <= mode < len(fmt.modes):
+        raise ValueError(f"{fmt.name} has no mode {mode}")
+    begin, end = fmt.modes[mode]
+    return replace(fmt, start=begin, end=end)
+
+
+def _start(fmt: ReasoningFormat, vocab: Vocabulary, prompt_ids: Sequence[int] | None,
+           thinking: bool, force_content: bool) -> ReasoningState | None:
     if fmt.honours_switch and not thinking:
         return None
     if fmt.content_prefix:  # held, so it leads the content (no markers are read)
@@ -343,8 +390,8 @@ def start(fmt: ReasoningFormat, vocab: Vocabulary, prompt_ids: Sequence[int] | N
     if fmt.opens_once:
         return ReasoningState(thinking)
     if fmt.at_start_only:
-        return ReasoningState(fmt.prompt_opens
-                              and prompt_text_opens(vocab, prompt_ids, fmt.start))
+        return ReasoningState(fmt.always_open or (
+            fmt.prompt_opens and prompt_text_opens(vocab, prompt_ids, fmt.start)))
     return ReasoningState(not fmt.starts_in_content, swap=swap)
 
 
@@ -398,7 +445,17 @@ def _prefix_skip(prefix: str, after: str, final: bool, ends: Sequence[str]) -> i
 def feed(fmt: ReasoningFormat, state: ReasoningState, text: str, final: bool,
          spell: Mapping[str, str]) -> tuple[ReasoningDelta, ReasoningState]:
     """Split new text; ``final`` releases what was held back. ``spell`` maps each marker to
-    how it appears in the text (a stand-in character where it is a single token)."""
+    how it appears in the text (a stand-in character where it is a single token). A
+    ``modes`` format reads the markers of the state's mode (ValueError: not one of its
+    modes), which the state keeps."""
+    if fmt.modes or state.mode:
+        delta, after = _feed(moded(fmt, state.mode), state, text, final, spell)
+        return delta, replace(after, mode=state.mode)
+    return _feed(fmt, state, text, final, spell)
+
+
+def _feed(fmt: ReasoningFormat, state: ReasoningState, text: str, final: bool,
+          spell: Mapping[str, str]) -> tuple[ReasoningDelta, ReasoningState]:
     delta, after = _split(fmt, state, text, final, spell)
     if state.spoke:
         after = replace(after, spoke=True)
@@ -535,8 +592,8 @@ def _held(fmt: ReasoningFormat, state: ReasoningState, delta: ReasoningDelta,
     if not final:
         return ReasoningDelta("", delta.content), replace(after, kept=kept)
     # never closed: the whole output is content, as written, up to the content's end
-    content = spell.get(fmt.start, fmt.start) + kept
-    end = content.find(spell.get(fmt.content_end, fmt.content_end))
+    content = (spell.get(fmt.start, fmt.start) if fmt.held_start else "") + kept
+    end = content.find(spell.get(fmt.content_end, fmt.content_end)) if fmt.content_end else -1
     return ReasoningDelta("", content if end < 0 else content[:end]), replace(after, kept="")
 
 
@@ -636,10 +693,12 @@ def _strip_end(pieces: list[str]) -> None:
             return
 
 
-_ANSWERING, _SPOKE, _ESCAPES = 1 << 4, 1 << 5, 1 << 6
+_ANSWERING, _SPOKE, _ESCAPES, _MODE = 1 << 4, 1 << 5, 1 << 6, 1 << 7
 """Above the swap bit and the three stage bits (states issued before these had stages 0-2 and
 none of them): a ``response`` format's answer follows; ``spoke``; the state holds
-``escapes``."""
+``escapes``; a ``modes`` format's mode other than 0 follows (branch k2h)."""
+MAX_MODE = 7
+"""The largest mode a state may hold (a format's modes are fewer)."""
 NO_ESCAPES = ("", "", "", "")
 
 
@@ -649,7 +708,8 @@ def encode(state: ReasoningState, w: Writer) -> None:
     answering = bool(state.answer or state.kept) and not state.swap
     escapes = state.escapes != NO_ESCAPES
     w.uint(int(state.swap) | state.stage << 1 | (_ANSWERING if answering else 0)
-           | (_SPOKE if state.spoke else 0) | (_ESCAPES if escapes else 0))
+           | (_SPOKE if state.spoke else 0) | (_ESCAPES if escapes else 0)
+           | (_MODE if state.mode else 0))
     if state.swap:
         w.text(state.kept)
         w.text(state.space)
@@ -660,13 +720,15 @@ def encode(state: ReasoningState, w: Writer) -> None:
     if escapes:
         for text in state.escapes:
             w.text(text)
+    if state.mode:
+        w.uint(state.mode)
 
 
 def decode(reasoning: bool, r: Reader) -> ReasoningState:
     held, bits = r.text(), r.uint()
     swap, stage = bits & 1, bits >> 1 & 7
     answering, spoke = bool(bits & _ANSWERING), bool(bits & _SPOKE)
-    if bits >> 7 or stage > HIDDEN or (swap and (answering or stage == HIDDEN)):
+    if bits >> 8 or stage > HIDDEN or (swap and (answering or stage == HIDDEN)):
         raise ValueError("malformed reasoning state")  # (no format both swaps and hides)
     kept, space, answer, mark = "", "", 0, 0
     if swap:
@@ -681,5 +743,10 @@ def decode(reasoning: bool, r: Reader) -> ReasoningState:
         if any(len(part) > 3 for part in (rc, rp, cc, cp)):
             raise ValueError("malformed reasoning state")
         escapes = (rc, rp, cc, cp)
+    mode = 0
+    if bits & _MODE:
+        mode = r.uint()
+        if not 0 < mode <= MAX_MODE:
+            raise ValueError("malformed reasoning state")
     return ReasoningState(reasoning, held, bool(swap), kept, space, stage, answer=answer,
-                          mark=mark, spoke=spoke, escapes=escapes)
+                          mark=mark, spoke=spoke, escapes=escapes, mode=mode)

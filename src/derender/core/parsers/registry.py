@@ -141,6 +141,10 @@ class ToolRecord:
     needs_reasoning: bool = False
     """Served only with its family's reasoning parser (``muse``: alone, vLLM's tool parser
     reads every channel itself, which derender does not read)."""
+    mode: Ref | None = None
+    """A format the request puts in one of its modes: ``(template kwargs) -> int`` (refusing
+    a value it does not know with ``BadRequestError``), the mode its ``ToolFormat.start_in``
+    starts in (k2_horizon's ``tool_call_format``)."""
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -184,6 +188,10 @@ class ReasoningRecord:
     """Paired with another family's tool parser, that parser reads every output: without
     ``tools`` or under ``tool_choice`` "none" its calls are dropped and its content kept
     (vLLM's ``KimiK3Parser._extract_tool_calls``; recordings 8320, 8322)."""
+    mode: Ref | None = None
+    """``Machine.OWN`` formats with ``ReasoningFormat.modes``: ``(template kwargs) -> int``
+    (refusing a value it does not know with ``BadRequestError``), the request's mode
+    (k2_horizon's ``reasoning_effort``), which the reasoning state carries."""
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -238,6 +246,15 @@ STEP3_CALLS = (Marker(62, "<｜tool_calls_begin｜>"), Marker(63, "<｜tool_call
                Marker(66, "<｜tool_sep｜>"))
 # branch json3 (Apertus): its tool block's markers
 APERTUS_TOOLS = (Marker(67, "<|tools_prefix|>"), Marker(68, "<|tools_suffix|>"))
+# K2 Horizon's IFM markers (issue 19)
+K2H_THINK = (Marker(69, "<ifm|think>"), Marker(70, "</ifm|think>"),
+             Marker(71, "<ifm|think_fast>"), Marker(72, "</ifm|think_fast>"),
+             Marker(73, "<ifm|think_faster>"), Marker(74, "</ifm|think_faster>"))
+K2H_CALLS = (Marker(75, "<ifm|tool_calls>"), Marker(76, "</ifm|tool_calls>"),
+             Marker(77, "<ifm|tool_call>"), Marker(78, "</ifm|tool_call>"),
+             Marker(79, "<ifm|arg_key>"), Marker(80, "</ifm|arg_key>"),
+             Marker(81, "<ifm|arg_type>"), Marker(82, "</ifm|arg_type>"),
+             Marker(83, "<ifm|arg_value>"), Marker(84, "</ifm|arg_value>"))
 
 QWEN3_TOOLS = (TOOL_CALL, END_TOOL_CALL)
 QWEN3_REASONING = (THINK, END_THINK, TOOL_CALL, *CHATML)
@@ -360,6 +377,10 @@ TOOL_RECORDS: tuple[ToolRecord, ...] = (
     # branch minicpm5 (tags 200-204): MiniCPM5's <function name="…"> XML calls, each held
     # whole (poolside_v1's machine; its tags are text of several ids)
     _own("minicpm5", "minicpm5", "FORMAT", 200),
+    # branch k2h (issue 19, tags 205-209): MBZUAI K2 Horizon's IFM group, held whole as Hy4's
+    # (hy.HeldBlock), in the request's tool_call_format
+    _own("k2_horizon", "k2_horizon", "FORMAT", 205, markers=K2H_CALLS, reads=Reads.WITH_CALLS,
+         mode=Ref(_F + "k2_horizon", "call_form")),
 )
 """The tool-call formats."""
 
@@ -439,6 +460,9 @@ REASONING_RECORDS: tuple[ReasoningRecord, ...] = (
     ReasoningRecord("beam", Machine.TEMPLATE, family="beam", reasoning_config="beam"),
     # glimmer branch (issue 19): IBM Granite 3.x's text markers, a legacy parser
     _reasoning("granite", legacy=True),
+    # branch k2h (issue 19): K2 Horizon, its think markers chosen by reasoning_effort
+    _reasoning("k2_horizon", (*K2H_THINK, K2H_CALLS[0]),
+               mode=Ref(_F + "k2_horizon", "effort")),
 )
 """The reasoning formats."""
 

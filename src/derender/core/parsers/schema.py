@@ -67,8 +67,14 @@ def param_types(tools: Sequence[Any], function: str, param: str) -> int:
 
 def schema_mask(schema: Any) -> int:
     """The types of a property's schema as a bit set over TYPES (what ``coerce`` reads)."""
+    return names_mask(schema_types(schema))
+
+
+def names_mask(names: Sequence[str]) -> int:
+    """Type names (aliases read as vLLM's ``_TYPE_ALIASES``; others ignored) as a bit set over
+    TYPES."""
     mask = 0
-    for name in schema_types(schema):
+    for name in names:
         key = name.strip().lower()
         key = _ALIASES.get(key, key)
         if key in TYPES:

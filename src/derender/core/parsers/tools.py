@@ -110,6 +110,9 @@ class ToolFormat(Generic[S]):
                              tuple[str, str, list[ToolCallDelta], S]] | None = None
     """Formats whose machine reads reasoning too (the parser engine's): ``feed`` with the
     reasoning read first in what it returns ``(reasoning, content, calls, state)``."""
+    start_in: Callable[[int], S] | None = None
+    """Formats whose reading the request chooses (its record's ``mode``, e.g. k2_horizon's
+    ``tool_call_format``): the start state in that mode, which the state then carries."""
 
     def step(self, state: ToolState, text: str, final: bool, context: ToolContext
              ) -> tuple[str, list[ToolCallDelta], S]:

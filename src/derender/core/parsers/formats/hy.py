@@ -208,8 +208,9 @@ MAX_BLOCK_SPACE = 256
 said)."""
 
 HY4_OPEN, HY4_BLOCK, HY4_DONE, HY4_TEXT = range(4)
-"""Before the block; in it (held); after the returned calls (dropped); all content (the block
-was faulty, or ``</tool_calls>`` came first)."""
+"""Before the block; in it (held); after the returned calls (dropped, or content with
+``HeldBlock.keeps_after``); all content (the block was faulty, or, with
+``HeldBlock.end_first``, its end came first)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -222,6 +223,10 @@ class Hy4State(ToolState):
     """Whitespace alone before the block (dropped if its calls are returned)."""
     spoke: bool = False
     """Content other than whitespace was emitted."""
+    form: int = 0
+    """The request's form of the calls (``HeldBlock.read``'s ``form``), read from its template
+    kwargs when the stream starts and carried: k2_horizon's ``tool_call_format``; 0 for a
+    grammar of one form (its own state type encodes it)."""
 
 
 H = TypeVar("H", bound=Hy4State)
@@ -271,15 +276,19 @@ def hy4_calls(block: str, context: ToolContext) -> list[tuple[str, str]] | None:
 @dataclass(frozen=True, slots=True)
 class HeldBlock:
     """A format whose calls are one block held whole and read at its end (``hy_v4``; ``step3``,
-    ``formats/step3.py``): what it differs in."""
+    ``formats/step3.py``; ``k2_horizon``): what it differs in."""
 
     start: str
     end: str
-    read: Callable[[str, ToolContext], list[tuple[str, str]] | None]
-    """The block's text (between the markers as spelled) → its calls, or None: no call (the
-    whole output is content)."""
+    read: Callable[[str, ToolContext, int], list[tuple[str, str]] | None]
+    """The block's text (between the markers as spelled), the context and the state's
+    ``form`` → its calls, or None: no call (the whole output is content)."""
     end_first: bool = False
     """An end marker before the first start makes the whole output content (``hy_v4``)."""
+    keeps_after: bool = False
+    """The text after the block is content (else dropped), led by the whitespace before the
+    block; content that is whitespace alone is dropped at the end (K2 Horizon's
+    ``content_or_none`` and its stream's pending whitespace, ``formats/k2_horizon.py``)."""
     stripped: bool = False
     """The content is the text before the block and the text after it, the two joined and
     stripped (``step3``); else the text before as written (whitespace alone: none), the text
@@ -316,9 +325,15 @@ def held_block_feed(spec: HeldBlock, state: H, text: str, final: bool, context: 
     buf = state.held + text
     out: list[str] = []
     calls: list[ToolCallDelta] = []
+    keep = spec.keeps_after
     while buf or final:
         if mode == HY4_DONE:
-            buf = ""
+            if keep:  # after the block: content, led by the whitespace held so far
+                piece, buf, spoke = leading_text(space + buf, (), final, spoke, True)
+                out.append(piece)
+                space = ""
+            else:
+                buf = ""
             break
         if mode == HY4_TEXT:
             out.append(buf)
@@ -352,7 +367,8 @@ def held_block_feed(spec: HeldBlock, state: H, text: str, final: bool, context: 
                     out.append(said)
                     buf = buf[len(buf) - hold:]
                     break
-                piece, buf, spoke = leading_text(buf, (start, end), final, spoke, False)
+                markers = (start, end) if spec.end_first else (start,)
+                piece, buf, spoke = leading_text(buf, markers, final, spoke, keep)
                 out.append(piece)
                 break
             before = buf[:at]
@@ -374,7 +390,7 @@ def held_block_feed(spec: HeldBlock, state: H, text: str, final: bool, context: 
             if utf8_size(buf[:held]) <= MAX_BLOCK:
                 break
         found = None if close == -1 or utf8_size(block) > MAX_BLOCK \
-            else spec.read(block, context)
+            else spec.read(block, context, state.form)
         if found is None:  # faulty, unclosed or too long: the whole output is content
             out.append(space + start + buf)
             mode, buf, space, spoke = HY4_TEXT, "", "", True
@@ -383,15 +399,21 @@ def held_block_feed(spec: HeldBlock, state: H, text: str, final: bool, context: 
         if spec.stripped:
             mode, buf = HY4_AFTER, buf[close + len(end):]
             continue
-        mode, buf, space = HY4_DONE, "", ""
-        break
+        mode, buf = HY4_DONE, buf[close + len(end):]
+        if not keep:
+            space = ""
     if final and mode == HY4_OPEN and space:
         out.insert(0, space)
         space = ""
     return "".join(out), calls, replace(state, mode=mode, held=buf, space=space, spoke=spoke)
 
 
-HY4_BLOCK_SPEC = HeldBlock(HY4_CALLS, HY4_END_CALLS, hy4_calls, end_first=True)
+def _hy4_read(block: str, context: ToolContext, form: int) -> list[tuple[str, str]] | None:
+    del form  # one form
+    return hy4_calls(block, context)
+
+
+HY4_BLOCK_SPEC = HeldBlock(HY4_CALLS, HY4_END_CALLS, _hy4_read, end_first=True)
 
 
 def _hy4_feed(state: Hy4State, text: str, final: bool, context: ToolContext

@@ -129,7 +129,12 @@ def _forced(state: Step3State, text: str, final: bool, context: ToolContext
     return "", [], replace(state, held=listed)
 
 
-SPEC = HeldBlock(CALLS, END_CALLS, step3_calls, stripped=True, forced=_forced)
+def _read(block: str, context: ToolContext, form: int) -> list[tuple[str, str]] | None:
+    del form  # one form
+    return step3_calls(block, context)
+
+
+SPEC = HeldBlock(CALLS, END_CALLS, _read, stripped=True, forced=_forced)
 
 
 def _feed(state: Step3State, text: str, final: bool, context: ToolContext
