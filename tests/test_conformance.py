@@ -732,6 +732,15 @@ MESSAGE_REASONING[_case_name(6908)] = None
 # </think> and a hermes call streams as content (the messages: split; none)
 STREAM_AS_MESSAGE.update({_case_name(n): _case_name(n - 1) for n in (6917, 6923)})
 
+# inkling (issue 20, branch inkling, docs/vllm-compat/inkling.md): vLLM's streams with both
+# parsers stream a call's arguments before the schema types them (9409: cut short where the
+# typing changes them) and a string "args" as nothing (9421); its tool parser alone streams
+# the thinking blocks as reasoning, which its message drops (9507-9517); its reasoning parser
+# alone streams the markers and headers its message drops (9519-9529). Ours fold to the
+# twin's message.
+STREAM_AS_MESSAGE.update({_case_name(n): _case_name(n - 1) for n in (
+    9409, 9421, 9507, 9509, 9515, 9517, 9519, 9521, 9523, 9525, 9529)})
+
 # Under VLLM_ENFORCE_STRICT_TOOL_CALLING=1 vLLM leaves JSON-schema output of tool_choice
 # "required" in content; we parse it, as its non-strict recordings do.
 JSON_TOOL_OUTPUT = {"072-parser-chat-required_json"}
@@ -1077,6 +1086,8 @@ ISSUE_19_20: dict[tuple[int, int], tuple[int, str]] = {
     (5400, 5799): (118 + 100, "ernie45 5400-5517, hunyuan_a13b 5520-5619"),
     (5000, 5399): (66 + 72, "granite_thinking_parser 5000-5065, granite 5100-5171"),
     (6600, 6999): (120 + 46 + 30, "plamo3 6600-6719, minicpmv 6800-6845, step3 6900-6929"),
+    # inkling branch
+    (9400, 9599): (130, "inkling 9400-9529 (both parsers 9400-9505, each alone 9506-9529)"),
 }
 """The recordings of issues 19 and 20 by number range: how many cases, of which names."""
 

@@ -25,6 +25,7 @@ from derender_testing.tokenizer_variants import (
     derive_hunyuan_a13b_standin,
     derive_hy3_standin,
     derive_hy4_standin,
+    derive_inkling_standin,
     derive_internlm2_standin,
     derive_jamba_standin,
     derive_kimi_k3_standin,
@@ -65,7 +66,9 @@ MODEL_NAMES = ("qwen3", "mistral-7b", "deepseek-v4", "gpt2", "llama3.1", "llama3
                # wrapped2
                "ernie45-standin", "hunyuan-a13b-standin",
                # branch qwen2
-               "plamo3-standin")
+               "plamo3-standin",
+               # inkling branch (issue 20)
+               "inkling-standin")
 DERIVED = {"llama3.1-tools": ("llama3.1", derive_llama31_tools),
            "mistral-tools": ("mistral-7b", derive_mistral_tools),
            "mistral-tools-v3": ("mistral-7b", derive_mistral_tools_v3),
@@ -105,7 +108,9 @@ DERIVED = {"llama3.1-tools": ("llama3.1", derive_llama31_tools),
            "ernie45-standin": ("gpt2", derive_ernie45_standin),
            "hunyuan-a13b-standin": ("gpt2", derive_hunyuan_a13b_standin),
            # branch qwen2
-           "plamo3-standin": ("gpt2", derive_plamo3_standin)}
+           "plamo3-standin": ("gpt2", derive_plamo3_standin),
+           # inkling branch (issue 20)
+           "inkling-standin": ("gpt-oss", derive_inkling_standin)}
 """Test models whose tokenizer files are derived from another's (``tokenizer_variants``)."""
 
 

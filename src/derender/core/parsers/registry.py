@@ -232,6 +232,11 @@ MUSE_FRAMING = (Marker(56, "<|start|>"), Marker(57, "<|message|>"), Marker(58, "
                 Marker(59, "<|eot|>"))
 # wrapped2 (ERNIE 4.5): the answer markers of its content
 ERNIE45_RESPONSE = (Marker(60, "<response>"), Marker(61, "</response>"))
+# inkling branch (issue 20): Thinking Machines Inkling's block markers
+INKLING_MARKERS = (Marker(62, "<|message_model|>"), Marker(63, "<|content_text|>"),
+                   Marker(64, "<|content_thinking|>"), Marker(65, "<|content_invoke_tool_json|>"),
+                   Marker(66, "<|content_invoke_tool_text|>"), Marker(67, "<|content_tool_error|>"),
+                   Marker(68, "<|content_model_end_sampling|>"), Marker(69, "<|end_message|>"))
 
 QWEN3_TOOLS = (TOOL_CALL, END_TOOL_CALL)
 QWEN3_REASONING = (THINK, END_THINK, TOOL_CALL, *CHATML)
@@ -346,6 +351,9 @@ TOOL_RECORDS: tuple[ToolRecord, ...] = (
     _own("ernie45", "hermes", "ERNIE45", 120, markers=QWEN3_TOOLS),
     # Hunyuan-A13B's <tool_calls>[…]</tool_calls> JSON list (json_wrapped's machine, as jamba)
     _own("hunyuan_a13b", "json_wrapped", "HUNYUAN_A13B_FORMAT", 121, markers=(JAMBA_CALLS,)),
+    # inkling branch (issue 20): Inkling's typed blocks (tags 215-219)
+    _engine("inkling", "inkling", "INKLING", 215, "inkling", markers=INKLING_MARKERS,
+            reads=_EVERY),
 )
 """The tool-call formats."""
 
@@ -423,6 +431,10 @@ REASONING_RECORDS: tuple[ReasoningRecord, ...] = (
     # template branch: the response-template family (read by its tool record's machine)
     ReasoningRecord("hf", Machine.TEMPLATE, family="hf", reasoning_config="hf"),
     ReasoningRecord("beam", Machine.TEMPLATE, family="beam", reasoning_config="beam"),
+    # inkling branch (issue 20): read by the inkling tool format's machine
+    ReasoningRecord("inkling", Machine.ENGINE, thinking=Thinking.KWARGS,
+                    switch=Ref(_F + "inkling", "thinking"), family="inkling",
+                    reasoning_config="inkling", markers=INKLING_MARKERS),
 )
 """The reasoning formats."""
 
