@@ -172,7 +172,7 @@ def test_every_reference_loads_what_it_names() -> None:
             assert parsers.reasoning_format(own.name).name == own.name
         if own.machine is Machine.ENGINE:
             config = parsers.engine_config(own.reasoning_config)
-            assert config.think_transitions  # the config reads reasoning
+            assert config.think_transitions or config.start_phase is not None  # reads reasoning
             assert TOOLS_BY_NAME[own.reasoning_config].family == own.family
         if own.machine is Machine.FAMILY:  # its family's tool machine reads the reasoning
             assert parsers.tool_format(own.reasoning_config).feed_reasoning is not None
