@@ -277,6 +277,14 @@ FORMATS["step3"] = Format("Step 3", "qwen3", "qwen3", "qwen3", "hermes", 151645,
                           '{"city": "Lisbon", "notes": "', '"}}\n</tool_call>',
                           reasoning_parser="step3", json_notes=True,
                           folder=REPO / "layers" / "tokenizers" / "qwen3")
+# inkling branch (issue 20): Inkling's typed blocks (a thinking block, then a call block whose
+# JSON runs past the hold, 1,024 characters: streamed as written from its "args")
+FORMATS["inkling"] = Format("Inkling", "inkling-standin", "inkling-standin", "inkling-standin",
+                            "inkling", 200006,
+                            '<|end_message|><|message_model|>get_weather'
+                            '<|content_invoke_tool_json|>{"name": "get_weather", "args": '
+                            '{"city": "Lisbon", "notes": "', '"}}<|end_message|>',
+                            prefix="<|content_thinking|>", json_notes=True)
 
 
 def _folder(name: str) -> Path:

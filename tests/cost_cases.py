@@ -132,6 +132,11 @@ K3_CALL = ('<|open|>call tool="NAME"<|sep|><|open|>argument key="a" type="string
 TEMPLATES["kimi_k3"] = ("<|open|>response<|sep|>VALUE<|close|>response<|sep|><|open|>tools<|sep|>"
                         + K3_CALL + "<|close|>tools<|sep|><|close|>message<|sep|>")
 """One complete call per tool format, as the model writes it."""
+# inkling branch (issue 20): Inkling's typed blocks (the call's JSON held whole, a text block
+# after it)
+TEMPLATES["inkling"] = ('<|message_model|>NAME<|content_invoke_tool_json|>{"name": "NAME", '
+                        '"args": {"a": "VALUE", "n": "1"}}<|end_message|><|message_model|>'
+                        "<|content_text|>VALUE<|end_message|>")
 # granite-inkling: Granite 3.x's JSON list (an object that is no call dropped between calls)
 TEMPLATES["granite"] = ('Sure.\n<tool_call> [{"name": "NAME", "arguments": {"a": "VALUE", '
                         '"n": 1}}, {"x": "VALUE"}, {"arguments": {}, "name": "NAME"}]')
@@ -226,6 +231,9 @@ REASONING_TEMPLATES: dict[str, str] = {
 """Text each reasoning parser reads markers in."""
 # granite-inkling: Granite 4.2's reasoning (nemotron_v3's markers; newlines open the content)
 REASONING_TEMPLATES["granite_thinking_parser"] = THINK + "\n\n  <tool_call>"
+# inkling branch (issue 20): a thinking block, then a header and a text block
+REASONING_TEMPLATES["inkling"] = ("<|content_thinking|>reasoning VALUE<|end_message|>"
+                                  "<|message_model|>VALUE<|content_text|>answer<|end_message|>")
 
 PAIRS: tuple[tuple[str | None, str | None], ...] = (
     *((None, t) for t in TEMPLATES),
@@ -245,6 +253,7 @@ PAIRS: tuple[tuple[str | None, str | None], ...] = (
     # granite-inkling
     ("granite_thinking_parser", "qwen3_coder"),
     ("plamo3", "plamo3"), ("minicpmv", "qwen3_coder"), ("step3", "hermes"),  # branch qwen2
+    ("inkling", "inkling"),  # inkling branch
 )
 """(reasoning parser, tool parser) pairings: every tool format and every reasoning parser
 alone, and each family's own pairing (step3p5 and nemotron_v3 with qwen3_coder, issue 22),

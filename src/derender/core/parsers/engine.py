@@ -576,6 +576,8 @@ def feed(config: EngineConfig, state: S, text: str, final: bool, context: ToolCo
                     now = config.cut_marker(now, run.has(THINKING))
             run.text(now)
             break
+        elif phase == HEADER and not run.has(OVERFLOW):
+            run.acc += buffer[pos:found[0]]  # a header whose end is here: held whole
         else:
             run.text(buffer[pos:found[0]])
         assert found is not None
