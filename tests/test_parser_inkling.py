@@ -260,3 +260,16 @@ def test_inkling_stream_folds_to_message(client_for: Any, data: st.DataObject) -
     expected = run_both(client, MODEL, ids, finish, prompt, request, data)
     if clean:
         check_written(expected, [[n, p] for n, p in written], request)
+
+
+def test_only_configs_with_headers_accept_header_states() -> None:
+    """The header and span phases decode for Inkling's states, and are refused as forged in
+    another engine format's."""
+    from derender.core.parsers.formats import dsml
+
+    for phase in (engine.HEADER, engine.SPAN):
+        writer = Writer()
+        engine.encode(engine.EngineState(phase=phase), writer)
+        assert inkling.INKLING.decode(Reader(bytes(writer.out))).phase == phase
+        with pytest.raises(ValueError, match="malformed"):
+            dsml.V4.decode(Reader(bytes(writer.out)))

@@ -995,7 +995,10 @@ def encode(state: EngineState, w: Writer) -> None:
     w.uint(state.flags)
 
 
-def decoder(state_type: type[S], subs: int, max_acc: int = MAX_VALUE) -> Callable[[Reader], S]:
+def decoder(state_type: type[S], subs: int, max_acc: int = MAX_VALUE,
+            phases: frozenset[Phase] = frozenset(Phase) - {HEADER, SPAN}
+            ) -> Callable[[Reader], S]:
+    """The state reader of a format whose machine reaches only ``phases``."""
     def decode(r: Reader) -> S:
         bits = r.uint()
         held, acc, key = r.text(), r.text(), r.text()
@@ -1003,7 +1006,8 @@ def decoder(state_type: type[S], subs: int, max_acc: int = MAX_VALUE) -> Callabl
         space, rspace, wrap = r.text(), r.text(), r.text()
         calls, flags = r.uint(), r.uint()
         phase, sub = bits & 7, bits >> 3
-        if (phase >= len(PHASES) or sub >= subs or flags >> FLAG_BITS
+        if (phase >= len(PHASES) or _PHASE[phase] not in phases or sub >= subs
+                or flags >> FLAG_BITS
                 or len(held) > MAX_HELD or len(acc) > max_acc or len(key) > MAX_HEAD
                 or len(space) > max(MAX_LEADING_SPACE, MAX_SPACE) or len(rspace) > MAX_SPACE
                 or len(wrap) > MAX_VALUE or space.strip() or rspace.strip()):
@@ -1028,4 +1032,17 @@ def make_format(config: EngineConfig) -> ToolFormat[EngineState]:
         return feed(config, state, text, final, context)
 
     return ToolFormat(config.name, EngineState, EngineState, tool_feed, encode,
-                      decoder(EngineState, config.args.subs, config.args.max_acc), both_feed)
+                      decoder(EngineState, config.args.subs, config.args.max_acc,
+                              _phases(config)), both_feed)
+
+
+def _phases(config: EngineConfig) -> frozenset[Phase]:
+    """The phases a config's machine can be in: the five of every config, and HEADER and
+    SPAN where its tables or start reach them (a forged state in another is refused)."""
+    reached = {*Phase} - {HEADER, SPAN}
+    for table in (config.transitions, config.reasoning_transitions or {}):
+        for (phase, _), (after, _) in table.items():
+            reached |= {phase, after}
+    if config.start_phase is not None:
+        reached.add(config.start_phase)
+    return frozenset(reached)
