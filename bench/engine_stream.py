@@ -314,6 +314,14 @@ FORMATS["granite-reasoning"] = Format("Granite 3 thinking", "granite4-standin",
                                       reasoning_parser="granite", json_notes=True,
                                       prefix="Here is my thought process:",
                                       strip_reasoning=False)
+# inkling branch (issue 20): Inkling's typed blocks (a thinking block, then a call block whose
+# JSON runs past the hold, 1,024 characters: streamed as written from its "args")
+FORMATS["inkling"] = Format("Inkling", "inkling-standin", "inkling-standin", "inkling-standin",
+                            "inkling", 200006,
+                            '<|end_message|><|message_model|>get_weather'
+                            '<|content_invoke_tool_json|>{"name": "get_weather", "args": '
+                            '{"city": "Lisbon", "notes": "', '"}}<|end_message|>',
+                            prefix="<|content_thinking|>", json_notes=True)
 
 
 def _folder(name: str) -> Path:

@@ -145,6 +145,11 @@ TEMPLATES["step3"] = ("Sure. " + STEP3_HEAD + 'NAME"><steptml:parameter name="a"
 TEMPLATES["apertus"] = ('Sure. <|tools_prefix|>[{"NAME": {"a": "VALUE"}}, {}] VALUE '
                         "<|tools_suffix|> done <|tools_suffix|>")
 """One complete call per tool format, as the model writes it."""
+# inkling branch (issue 20): Inkling's typed blocks (the call's JSON held whole, a text block
+# after it)
+TEMPLATES["inkling"] = ('<|message_model|>NAME<|content_invoke_tool_json|>{"name": "NAME", '
+                        '"args": {"a": "VALUE", "n": "1"}}<|end_message|><|message_model|>'
+                        "<|content_text|>VALUE<|end_message|>")
 # granite-inkling: Granite 3.x's JSON list (an object that is no call dropped between calls)
 TEMPLATES["granite"] = ('Sure.\n<tool_call> [{"name": "NAME", "arguments": {"a": "VALUE", '
                         '"n": 1}}, {"x": "VALUE"}, {"arguments": {}, "name": "NAME"}]')
@@ -257,6 +262,9 @@ REASONING_TEMPLATES["granite_thinking_parser"] = THINK + "\n\n  <tool_call>"
 # glimmer branch: Granite 3.x's text markers (a second thought marker, a near-marker)
 REASONING_TEMPLATES["granite"] = ("Here is my thought process:reasoning VALUE Here is my "
                                   "thought process: Here is my res Here is my response:answer")
+# inkling branch (issue 20): a thinking block, then a header and a text block
+REASONING_TEMPLATES["inkling"] = ("<|content_thinking|>reasoning VALUE<|end_message|>"
+                                  "<|message_model|>VALUE<|content_text|>answer<|end_message|>")
 
 PAIRS: tuple[tuple[str | None, str | None], ...] = (
     *((None, t) for t in TEMPLATES),
@@ -277,6 +285,7 @@ PAIRS: tuple[tuple[str | None, str | None], ...] = (
     ("granite_thinking_parser", "qwen3_coder"),
     ("plamo3", "plamo3"), ("minicpmv", "qwen3_coder"), ("step3", "hermes"),  # branch qwen2
     ("k2_horizon", "k2_horizon"),  # branch k2h
+    ("inkling", "inkling"),  # inkling branch
 )
 """(reasoning parser, tool parser) pairings: every tool format and every reasoning parser
 alone, and each family's own pairing (step3p5 and nemotron_v3 with qwen3_coder, issue 22),

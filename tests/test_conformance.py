@@ -785,6 +785,15 @@ DEVIATIONS.update({
     _case_name(9101): (400, "BadRequestError", "Unsupported reasoning_effort 'max'."),
 })
 
+# inkling (issue 20, branch inkling, docs/vllm-compat/inkling.md): vLLM's streams with both
+# parsers stream a call's arguments before the schema types them (9409: cut short where the
+# typing changes them) and a string "args" as nothing (9421); its tool parser alone streams
+# the thinking blocks as reasoning, which its message drops (9507-9517); its reasoning parser
+# alone streams the markers and headers its message drops (9519-9529). Ours fold to the
+# twin's message.
+STREAM_AS_MESSAGE.update({_case_name(n): _case_name(n - 1) for n in (
+    9409, 9421, 9507, 9509, 9515, 9517, 9519, 9521, 9523, 9525, 9529)})
+
 # Under VLLM_ENFORCE_STRICT_TOOL_CALLING=1 vLLM leaves JSON-schema output of tool_choice
 # "required" in content; we parse it, as its non-strict recordings do.
 JSON_TOOL_OUTPUT = {"072-parser-chat-required_json"}
@@ -1161,6 +1170,8 @@ ISSUE_19_20: dict[tuple[int, int], tuple[int, str]] = {
     # branch k2h
     (9000, 9199): (116, "k2_horizon 9000-9115 (tools and reasoning, every tool_call_format and "
                         "reasoning_effort)"),
+    # inkling branch
+    (9400, 9599): (130, "inkling 9400-9529 (both parsers 9400-9505, each alone 9506-9529)"),
 }
 """The recordings of issues 19 and 20 by number range: how many cases, of which names."""
 

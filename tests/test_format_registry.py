@@ -69,6 +69,10 @@ def test_the_marker_table_is_the_one_states_were_issued_with() -> None:
         "think", "think_fast", "think_faster") for end in ("", "/")) + tuple(
         f"<{end}ifm|{tag}>" for tag in ("tool_calls", "tool_call", "arg_key", "arg_type",
                                          "arg_value") for end in ("", "/"))
+    assert MARKUP[85:93] == ("<|message_model|>", "<|content_text|>", "<|content_thinking|>",
+                             "<|content_invoke_tool_json|>", "<|content_invoke_tool_text|>",
+                             "<|content_tool_error|>", "<|content_model_end_sampling|>",
+                             "<|end_message|>")  # Inkling
 
 
 
@@ -179,7 +183,7 @@ def test_every_reference_loads_what_it_names() -> None:
             assert parsers.reasoning_format(own.name).name == own.name
         if own.machine is Machine.ENGINE:
             config = parsers.engine_config(own.reasoning_config)
-            assert config.think_transitions  # the config reads reasoning
+            assert config.think_transitions or config.start_phase is not None  # reads reasoning
             assert TOOLS_BY_NAME[own.reasoning_config].family == own.family
         if own.machine is Machine.FAMILY:  # its family's tool machine reads the reasoning
             assert parsers.tool_format(own.reasoning_config).feed_reasoning is not None

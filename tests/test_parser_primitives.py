@@ -84,7 +84,7 @@ def test_a_run_accumulates_a_bounded_name_and_emits_a_call() -> None:
 
 def test_named_phases_and_flags_keep_the_encoded_numbers() -> None:
     # the numbers the states were encoded with before they were named (commit 609459c)
-    assert [int(p) for p in engine.Phase] == list(range(6))
+    assert [int(p) for p in engine.Phase] == list(range(8))  # Inkling's HEADER and SPAN: 6, 7
     assert [p.name.lower() for p in engine.Phase] == list(engine.PHASES)
     # (and the flags added after it, each the next bit: PLaMo 3's CALL_OPEN, issue 19)
     assert [int(f) for f in engine.Flag] == [1 << i for i in range(15)]

@@ -72,7 +72,7 @@ def test_every_format_is_registered_with_its_own_tag_and_state() -> None:
             "muse",
             "ernie45", "hunyuan_a13b",
             "plamo3", "granite",
-            "step3", "apertus", "minicpm5", "k2_horizon"} == set(
+            "step3", "apertus", "minicpm5", "k2_horizon", "inkling"} == set(
                 {r.name for r in TOOL_RECORDS if r.tag is not None})
     own = [r.name for r in TOOL_RECORDS if r.machine is Machine.OWN]
     assert len({parsers.tool_format(name).state_type for name in own}) == len(own)
@@ -94,7 +94,8 @@ def test_engine_formats_pair_with_their_family() -> None:
     reasoning parser with another family's tool parser is refused (not recorded)."""
     engine_formats = {"deepseek_v32", "deepseek_v4", "deepseek_v41", "glm45", "glm47",
                       "minimax_m2", "minimax_m3", "ling3", "hy_v3", "plamo3",
-                      "kimi_k3"}  # its own machine, started and paired as an engine record's
+                      "kimi_k3",  # its own machine, started and paired as an engine record's
+                      "inkling"}
     assert engine_formats == {r.name for r in TOOL_RECORDS if r.machine is Machine.ENGINE}
     modes = {("deepseek_v4", "deepseek_v4"): "both", ("deepseek_v41", "deepseek_v41"): "both",
              ("glm45", "glm45"): "both", ("glm47", "glm47"): "both", ("glm45", "glm47"): "both",

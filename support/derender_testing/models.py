@@ -26,6 +26,7 @@ from derender_testing.tokenizer_variants import (
     derive_hunyuan_a13b_standin,
     derive_hy3_standin,
     derive_hy4_standin,
+    derive_inkling_standin,
     derive_internlm2_standin,
     derive_jamba_standin,
     derive_k2h_standin,
@@ -71,7 +72,9 @@ MODEL_NAMES = ("qwen3", "mistral-7b", "deepseek-v4", "gpt2", "llama3.1", "llama3
                # branch json3
                "apertus-standin",
                # branch k2h
-               "k2h-standin")
+               "k2h-standin",
+               # inkling branch (issue 20)
+               "inkling-standin")
 DERIVED = {"llama3.1-tools": ("llama3.1", derive_llama31_tools),
            "mistral-tools": ("mistral-7b", derive_mistral_tools),
            "mistral-tools-v3": ("mistral-7b", derive_mistral_tools_v3),
@@ -115,7 +118,9 @@ DERIVED = {"llama3.1-tools": ("llama3.1", derive_llama31_tools),
            # branch json3
            "apertus-standin": ("gpt2", derive_apertus_standin),
            # branch k2h
-           "k2h-standin": ("gpt2", derive_k2h_standin)}
+           "k2h-standin": ("gpt2", derive_k2h_standin),
+           # inkling branch (issue 20)
+           "inkling-standin": ("gpt-oss", derive_inkling_standin)}
 """Test models whose tokenizer files are derived from another's (``tokenizer_variants``)."""
 
 

@@ -666,3 +666,49 @@ def derive_k2h_standin(source: Path, target: Path) -> bool:
     """``target``'s tokenizer files from ``source``'s (GPT-2's): ``K2H_MARKERS`` appended as
     added tokens, the class ``PreTrainedTokenizerFast``. Deterministic; git-ignored."""
     return _derive_gpt2_markers(source, target, K2H_MARKERS)
+# inkling branch (issue 20): Thinking Machines Inkling
+INKLING_SPECIAL = {199999: "<|endoftext|>", 200000: "<|message_user|>",
+                   200001: "<|message_model|>", 200002: "<|message_system|>",
+                   200003: "<|message_tool|>", 200004: "<|content_text|>",
+                   200005: "<|content_image|>", 200006: "<|content_model_end_sampling|>",
+                   200008: "<|content_thinking|>", 200010: "<|end_message|>",
+                   200020: "<|content_audio_input|>", 200022: "<|content_tool_error|>",
+                   200024: "<|unused_200024|>", 200043: "<|audio_end|>",
+                   200049: "<|content_invoke_tool_json|>",
+                   200057: "<|content_invoke_tool_text|>"}
+"""``inkling-standin``: Inkling's framing tokens at the ids public sources give (SGLang's
+``test_inkling_tokenizer.py`` pins all of them as the Inkling vocabulary's; vLLM 0.33's
+renderer tests name the same ids for the ones they use; transformers' ``InklingConfig``
+defaults 200005 and 200020; a public Inkling bundle converter EOS 200006): **unverified
+against Thinking Machines' own ``tokenizer.json``**, which cannot be had offline. vLLM's
+renderer reads ``<|content_xml|>`` as ``<|unused_200024|>`` (its HF spelling). The base
+vocabulary (ids 0-199997) is o200k_base, shared with ``o200k_harmony`` (``gpt-oss``); that
+Inkling's base vocabulary is o200k's is itself inferred from the ids (``<|endoftext|>``
+199999, the vocabulary size), not checked. The other ids of 199998-200057 are
+``<|unused_N|>``; all are special."""
+INKLING_VOCAB_SIZE = 200_058
+
+
+def derive_inkling_standin(source: Path, target: Path) -> bool:
+    """``target``'s tokenizer files from ``source``'s (``gpt-oss``, gzipped): the stand-in
+    Inkling vocabulary (``INKLING_SPECIAL``). Deterministic; git-ignored."""
+    if not (source / "tokenizer.json").is_file() and not gunzip_tokenizer(source, source):
+        return False
+
+    def build(tokenizer: Any, config: Any) -> None:
+        base = [t for t in tokenizer["added_tokens"] if t["id"] < 199998]
+        added = [{"id": i, "content": INKLING_SPECIAL.get(i, f"<|unused_{i}|>"),
+                  "single_word": False, "lstrip": False, "rstrip": False,
+                  "normalized": False, "special": True}
+                 for i in range(199998, INKLING_VOCAB_SIZE)]
+        tokenizer["added_tokens"] = [*base, *added]
+        config.clear()
+        config.update({
+            "added_tokens_decoder": {str(t["id"]): {k: v for k, v in t.items() if k != "id"}
+                                     for t in added},
+            "bos_token": None, "eos_token": "<|content_model_end_sampling|>",
+            "pad_token": "<|endoftext|>", "unk_token": None,
+            "clean_up_tokenization_spaces": False, "model_max_length": 131072,
+            "tokenizer_class": "PreTrainedTokenizerFast"})
+
+    return derive(source, target, build)

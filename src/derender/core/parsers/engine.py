@@ -79,9 +79,15 @@ class Phase(IntEnum):
     NAME = 3
     ARGS = 4
     BETWEEN = 5
+    # Inkling (issue 20): the next numbers
+    HEADER = 6
+    """A block's header (Inkling's ``<|message_model|>AUTHOR``): held, dropped when the
+    block opens, content when it ends there (``SHOW``) or the output does."""
+    SPAN = 7
+    """Content inside a call block the reasoning parser alone passes through as text."""
 
 
-CONTENT, REASONING, PREAMBLE, NAME, ARGS, BETWEEN = Phase
+CONTENT, REASONING, PREAMBLE, NAME, ARGS, BETWEEN, HEADER, SPAN = Phase
 PHASES = tuple(phase.name.lower() for phase in Phase)
 _PHASE = tuple(Phase)
 """Phases by number (indexing a tuple: an ``IntEnum`` call costs a µs a chunk)."""
@@ -96,9 +102,11 @@ class Event(IntFlag):
     END = 4
     TEXT = 8
     HOLD = 16
+    SHOW = 32
+    """Leaving HEADER: the held header is content (else it is dropped)."""
 
 
-START, NAMED, END, TEXT, HOLD = Event
+START, NAMED, END, TEXT, HOLD, SHOW = Event
 __all__ = ["BOTH", "FOREIGN", "REASONING_ONLY", "TOOLS"]  # what the machine reads (registry)
 
 MAX_NAME = 128
@@ -108,6 +116,8 @@ MAX_VALUE = 1024
 """Characters of a parameter value held until its end; a longer one is a string."""
 MAX_HEAD = 160
 """Characters of a DSML parameter head (``name="…" string="…">``)."""
+MAX_HEADER = 128
+"""Characters of a block header held (``HEADER``); a longer one is content from there."""
 MAX_HELD = 96
 """Characters of text held as a possible terminal (every terminal is shorter)."""
 MAX_SPACE = 256
@@ -149,10 +159,12 @@ class Flag(IntFlag):
     """A ``held_end`` was read and is held (the whitespace before it in ``rspace``)."""
     CALL_OPEN = 1 << 14
     """A call's name was read and the call has not ended (PLaMo 3's calls end out of ARGS)."""
+    MUTE = 1 << 15
+    """The reasoning is read and dropped (Inkling's tool parser alone)."""
 
 
 (THINKING, SPOKE, SLOT, KEPT, GHOST, OPENED, OVERFLOW, STRATTR, WRAPPED, WRAP_INPUT,
- WRAP_STRING, NO_TOOLS, HOLDS_END, END_HELD, CALL_OPEN) = (flag.value for flag in Flag)
+ WRAP_STRING, NO_TOOLS, HOLDS_END, END_HELD, CALL_OPEN, MUTE) = (flag.value for flag in Flag)
 """The flags as plain ints, for the machine's bit arithmetic (an ``IntFlag`` operation costs
 about 2 µs, some 40 times an int's, and the machine does several a chunk)."""
 FLAG_BITS = len(Flag)
@@ -257,6 +269,16 @@ class EngineConfig:
     in the content is dropped when a returned call follows it with only whitespace between
     (vLLM's engine drops it in CONTENT, its message keeps the text when no call is returned);
     held until that is known, kept when other text follows."""
+    # inkling branch (issue 20)
+    keep_after_calls: bool = False
+    """Text after a returned call stays content (Inkling's ``_single_pass_parse``)."""
+    start_phase: Phase | None = None
+    """The phase the output starts in, with the reasoning read (else CONTENT or REASONING as
+    thinking says); the tool parser alone starts in CONTENT and drops the reasoning
+    (``MUTE``)."""
+    reasoning_transitions: Mapping[tuple[Phase, str], tuple[Phase, int]] | None = None
+    """The transitions the reasoning parser alone reads (vLLM's ``skip_tool_parsing``), where
+    they are not the ones ``_transitions`` derives."""
 
 
 def spelled(text: str, spell: Mapping[str, str] | None) -> str:
@@ -286,6 +308,8 @@ def _transitions(config: EngineConfig, think: bool, tools: bool
     """The transitions read: the think ones only when ``think``; without ``tools`` (the
     reasoning parser alone) no tool terminal is read, except that one ending reasoning ends
     it and stays as content (vLLM's ``skip_tool_parsing``)."""
+    if not tools and config.reasoning_transitions is not None:
+        return dict(config.reasoning_transitions)
     transitions = dict(config.transitions)
     if think:
         transitions.update(config.think_transitions)
@@ -342,15 +366,35 @@ class _Run(Run):
     def text(self, piece: str) -> None:
         if not piece:
             return
-        if self.phase == CONTENT:
+        if self.phase in (CONTENT, SPAN):
             self.content_text(piece)
         elif self.phase == REASONING:
             self.reasoning_text(piece)
         elif self.phase == NAME:
             self.name_text(piece)
+        elif self.phase == HEADER:
+            self.header_text(piece)
+
+    def header_text(self, piece: str) -> None:
+        """More of a block's header: held (at most ``MAX_HEADER`` characters, past which it is
+        content from there on, ``OVERFLOW``)."""
+        if not self.has(OVERFLOW):
+            if len(self.acc) + len(piece) <= MAX_HEADER:
+                self.acc += piece
+                return
+            piece, self.acc = self.acc + piece, ""
+            self.set(OVERFLOW)
+        self.content_text(piece)
+
+    def leave_header(self, show: bool) -> None:
+        """The header ends: content (``show``) or dropped."""
+        header, self.acc = self.acc, ""
+        self.set(OVERFLOW, False)
+        if show:
+            self.content_text(header)
 
     def content_text(self, piece: str) -> None:
-        if self.has(KEPT):
+        if self.has(KEPT) and not self.config.keep_after_calls:
             return  # text after a returned call is dropped
         if self.suppress:
             self.content.append(piece)
@@ -388,6 +432,8 @@ class _Run(Run):
         self.set(END_HELD, False)
 
     def reasoning_text(self, piece: str) -> None:
+        if self.has(MUTE):
+            return
         if self.config.keep_reasoning_space:
             self.reasoning.append(piece)
             return
@@ -485,8 +531,15 @@ def start(fmt: ToolFormat[Any], config: EngineConfig, thinking: bool, mode: str 
     think = reads and (thinking or config.think_always)
     if mode == TOOLS and config.tools_think is not None and thinking:
         think = True  # read, from content
-    return type(state)(phase=REASONING if reads and thinking else CONTENT,
-                       flags=(THINKING if think else 0)
+    phase = REASONING if reads and thinking else CONTENT
+    mute = 0
+    if config.start_phase is not None:  # the config reads its reasoning itself
+        if mode in (TOOLS, FOREIGN):
+            mute = MUTE
+        else:
+            phase = config.start_phase
+    return type(state)(phase=phase,
+                       flags=(THINKING if think else 0) | mute
                        | (NO_TOOLS if mode == REASONING_ONLY else 0)
                        | (HOLDS_END if mode == FOREIGN and config.held_end else 0))
 
@@ -529,6 +582,8 @@ def feed(config: EngineConfig, state: S, text: str, final: bool, context: ToolCo
                     now = config.cut_marker(now, run.has(THINKING))
             run.text(now)
             break
+        elif phase == HEADER and not run.has(OVERFLOW):
+            run.acc += buffer[pos:found[0]]  # a header whose end is here: held whole
         else:
             run.text(buffer[pos:found[0]])
         assert found is not None
@@ -545,6 +600,8 @@ def feed(config: EngineConfig, state: S, text: str, final: bool, context: ToolCo
 
 def _move(run: _Run, table: _Table, terminal: str) -> None:
     phase, events = table.moves[(run.phase, terminal)]
+    if run.phase == HEADER:
+        run.leave_header(bool(events & SHOW))
     if events & START:
         run.start_call()
     if events & NAMED:
@@ -571,6 +628,8 @@ def _finish(run: _Run) -> None:
         run.close_call()
     elif run.phase == ARGS or run.has(CALL_OPEN):
         run.close_call()
+    elif run.phase == HEADER:
+        run.leave_header(True)
     if run.has(END_HELD):
         run.release_end()
     run.rspace = ""  # reasoning loses its trailing whitespace
@@ -942,7 +1001,10 @@ def encode(state: EngineState, w: Writer) -> None:
     w.uint(state.flags)
 
 
-def decoder(state_type: type[S], subs: int, max_acc: int = MAX_VALUE) -> Callable[[Reader], S]:
+def decoder(state_type: type[S], subs: int, max_acc: int = MAX_VALUE,
+            phases: frozenset[Phase] = frozenset(Phase) - {HEADER, SPAN}
+            ) -> Callable[[Reader], S]:
+    """The state reader of a format whose machine reaches only ``phases``."""
     def decode(r: Reader) -> S:
         bits = r.uint()
         held, acc, key = r.text(), r.text(), r.text()
@@ -950,7 +1012,8 @@ def decoder(state_type: type[S], subs: int, max_acc: int = MAX_VALUE) -> Callabl
         space, rspace, wrap = r.text(), r.text(), r.text()
         calls, flags = r.uint(), r.uint()
         phase, sub = bits & 7, bits >> 3
-        if (phase >= len(PHASES) or sub >= subs or flags >> FLAG_BITS
+        if (phase >= len(PHASES) or _PHASE[phase] not in phases or sub >= subs
+                or flags >> FLAG_BITS
                 or len(held) > MAX_HELD or len(acc) > max_acc or len(key) > MAX_HEAD
                 or len(space) > max(MAX_LEADING_SPACE, MAX_SPACE) or len(rspace) > MAX_SPACE
                 or len(wrap) > MAX_VALUE or space.strip() or rspace.strip()):
@@ -975,4 +1038,17 @@ def make_format(config: EngineConfig) -> ToolFormat[EngineState]:
         return feed(config, state, text, final, context)
 
     return ToolFormat(config.name, EngineState, EngineState, tool_feed, encode,
-                      decoder(EngineState, config.args.subs, config.args.max_acc), both_feed)
+                      decoder(EngineState, config.args.subs, config.args.max_acc,
+                              _phases(config)), both_feed)
+
+
+def _phases(config: EngineConfig) -> frozenset[Phase]:
+    """The phases a config's machine can be in: the five of every config, and HEADER and
+    SPAN where its tables or start reach them (a forged state in another is refused)."""
+    reached = {*Phase} - {HEADER, SPAN}
+    for table in (config.transitions, config.reasoning_transitions or {}):
+        for (phase, _), (after, _) in table.items():
+            reached |= {phase, after}
+    if config.start_phase is not None:
+        reached.add(config.start_phase)
+    return frozenset(reached)

@@ -255,6 +255,11 @@ K2H_CALLS = (Marker(75, "<ifm|tool_calls>"), Marker(76, "</ifm|tool_calls>"),
              Marker(79, "<ifm|arg_key>"), Marker(80, "</ifm|arg_key>"),
              Marker(81, "<ifm|arg_type>"), Marker(82, "</ifm|arg_type>"),
              Marker(83, "<ifm|arg_value>"), Marker(84, "</ifm|arg_value>"))
+# Thinking Machines Inkling's block markers (issue 20)
+INKLING_MARKERS = (Marker(85, "<|message_model|>"), Marker(86, "<|content_text|>"),
+                   Marker(87, "<|content_thinking|>"), Marker(88, "<|content_invoke_tool_json|>"),
+                   Marker(89, "<|content_invoke_tool_text|>"), Marker(90, "<|content_tool_error|>"),
+                   Marker(91, "<|content_model_end_sampling|>"), Marker(92, "<|end_message|>"))
 
 QWEN3_TOOLS = (TOOL_CALL, END_TOOL_CALL)
 QWEN3_REASONING = (THINK, END_THINK, TOOL_CALL, *CHATML)
@@ -381,6 +386,9 @@ TOOL_RECORDS: tuple[ToolRecord, ...] = (
     # (hy.HeldBlock), in the request's tool_call_format
     _own("k2_horizon", "k2_horizon", "FORMAT", 205, markers=K2H_CALLS, reads=Reads.WITH_CALLS,
          mode=Ref(_F + "k2_horizon", "call_form")),
+    # inkling branch (issue 20): Inkling's typed blocks (tags 215-219)
+    _engine("inkling", "inkling", "INKLING", 215, "inkling", markers=INKLING_MARKERS,
+            reads=_EVERY),
 )
 """The tool-call formats."""
 
@@ -463,6 +471,10 @@ REASONING_RECORDS: tuple[ReasoningRecord, ...] = (
     # branch k2h (issue 19): K2 Horizon, its think markers chosen by reasoning_effort
     _reasoning("k2_horizon", (*K2H_THINK, K2H_CALLS[0]),
                mode=Ref(_F + "k2_horizon", "effort")),
+    # inkling branch (issue 20): read by the inkling tool format's machine
+    ReasoningRecord("inkling", Machine.ENGINE, thinking=Thinking.KWARGS,
+                    switch=Ref(_F + "inkling", "thinking"), family="inkling",
+                    reasoning_config="inkling", markers=INKLING_MARKERS),
 )
 """The reasoning formats."""
 
