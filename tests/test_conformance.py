@@ -1077,6 +1077,9 @@ ISSUE_19_20: dict[tuple[int, int], tuple[int, str]] = {
     (5400, 5799): (118 + 100, "ernie45 5400-5517, hunyuan_a13b 5520-5619"),
     (5000, 5399): (66 + 72, "granite_thinking_parser 5000-5065, granite 5100-5171"),
     (6600, 6999): (120 + 46 + 30, "plamo3 6600-6719, minicpmv 6800-6845, step3 6900-6929"),
+    # cohere branch
+    (9600, 9799): (84 + 92 + 24, "cohere_command3 9600-9683, cohere_command4 9684-9775 "
+                                 "(both parsers), 9776-9799 (each alone)"),
 }
 """The recordings of issues 19 and 20 by number range: how many cases, of which names."""
 

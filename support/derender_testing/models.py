@@ -37,6 +37,7 @@ from derender_testing.tokenizer_variants import (
     derive_olmo3_standin,
     derive_phi4_standin,
     derive_plamo3_standin,
+    derive_cohere_standin,
     derive_poolside_standin,
     gunzip_tokenizer,
 )
@@ -65,7 +66,9 @@ MODEL_NAMES = ("qwen3", "mistral-7b", "deepseek-v4", "gpt2", "llama3.1", "llama3
                # wrapped2
                "ernie45-standin", "hunyuan-a13b-standin",
                # branch qwen2
-               "plamo3-standin")
+               "plamo3-standin",
+               # cohere branch
+               "cohere-standin")
 DERIVED = {"llama3.1-tools": ("llama3.1", derive_llama31_tools),
            "mistral-tools": ("mistral-7b", derive_mistral_tools),
            "mistral-tools-v3": ("mistral-7b", derive_mistral_tools_v3),
@@ -105,7 +108,9 @@ DERIVED = {"llama3.1-tools": ("llama3.1", derive_llama31_tools),
            "ernie45-standin": ("gpt2", derive_ernie45_standin),
            "hunyuan-a13b-standin": ("gpt2", derive_hunyuan_a13b_standin),
            # branch qwen2
-           "plamo3-standin": ("gpt2", derive_plamo3_standin)}
+           "plamo3-standin": ("gpt2", derive_plamo3_standin),
+           # cohere branch
+           "cohere-standin": ("gpt2", derive_cohere_standin)}
 """Test models whose tokenizer files are derived from another's (``tokenizer_variants``)."""
 
 
