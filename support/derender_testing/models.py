@@ -17,6 +17,7 @@ from derender.core.registry import ServedModel, load_vocabulary, read_model_info
 from derender_testing.tokenizer_variants import (
     copy_layer_tokenizer,
     copy_tokenizer,
+    derive_cohere_standin,
     derive_ernie45_standin,
     derive_functiongemma_standin,
     derive_gemma4_standin,
@@ -37,7 +38,6 @@ from derender_testing.tokenizer_variants import (
     derive_olmo3_standin,
     derive_phi4_standin,
     derive_plamo3_standin,
-    derive_cohere_standin,
     derive_poolside_standin,
     gunzip_tokenizer,
 )
