@@ -732,6 +732,10 @@ MESSAGE_REASONING[_case_name(6908)] = None
 # </think> and a hermes call streams as content (the messages: split; none)
 STREAM_AS_MESSAGE.update({_case_name(n): _case_name(n - 1) for n in (6917, 6923)})
 
+# cohere branch: cohere_command3/4 (docs/vllm-compat/cohere.md): vLLM's stream skips a call
+# melody read without a name (its message returns it, named "")
+STREAM_AS_MESSAGE.update({_case_name(n): _case_name(n - 1) for n in (9637, 9657, 9727, 9747)})
+
 # Under VLLM_ENFORCE_STRICT_TOOL_CALLING=1 vLLM leaves JSON-schema output of tool_choice
 # "required" in content; we parse it, as its non-strict recordings do.
 JSON_TOOL_OUTPUT = {"072-parser-chat-required_json"}

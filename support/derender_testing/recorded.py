@@ -14,11 +14,7 @@ from derender_testing.models import ROOT, tokenizer
 
 FIXTURES = ROOT / "tests" / "fixtures" / "vllm-0.33"
 
-NOT_IMPLEMENTED: frozenset[str] = frozenset({
-    "parser:muse_glimmer",  # muse branch
-    # cohere branch: recorded, served once its machine lands
-    "parser:cohere_command3", "parser:cohere_command4",
-    "reasoning_parser:cohere_command3", "reasoning_parser:cohere_command4"})
+NOT_IMPLEMENTED: frozenset[str] = frozenset({"parser:muse_glimmer"})  # muse branch
 """Fixture features recorded ahead of the code that serves them (a format recorded before its
 parser is written): cases with one of them are skipped, saying so, until it lands."""
 

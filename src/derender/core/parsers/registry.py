@@ -232,6 +232,11 @@ MUSE_FRAMING = (Marker(56, "<|start|>"), Marker(57, "<|message|>"), Marker(58, "
                 Marker(59, "<|eot|>"))
 # wrapped2 (ERNIE 4.5): the answer markers of its content
 ERNIE45_RESPONSE = (Marker(60, "<response>"), Marker(61, "</response>"))
+# cohere branch (issue 20): Cohere Command A / Command 4's section markers
+COHERE_CMD3 = (Marker(62, "<|START_THINKING|>"), Marker(63, "<|END_THINKING|>"),
+               Marker(64, "<|START_RESPONSE|>"), Marker(65, "<|END_RESPONSE|>"),
+               Marker(66, "<|START_ACTION|>"), Marker(67, "<|END_ACTION|>"))
+COHERE_CMD4 = (*COHERE_CMD3, Marker(68, "<|START_TEXT|>"), Marker(69, "<|END_TEXT|>"))
 
 QWEN3_TOOLS = (TOOL_CALL, END_TOOL_CALL)
 QWEN3_REASONING = (THINK, END_THINK, TOOL_CALL, *CHATML)
@@ -324,6 +329,12 @@ TOOL_RECORDS: tuple[ToolRecord, ...] = (
          reads=_EVERY, family="muse", needs_reasoning=True),
     # branch qwen2 (issue 19): PLaMo 3 (tags 150-159)
     _engine("plamo3", "plamo3", "PLAMO3", 150, "plamo3", reads=_EVERY),
+    # cohere branch (issue 20): Cohere Command A / 4 read as vLLM's melody filters do (tags
+    # 220-224); the tool parser alone reads the reasoning too
+    _own("cohere_command3", "cohere", "CMD3_FORMAT", 220, markers=COHERE_CMD3, reads=_EVERY,
+         family="cohere_command3"),
+    _own("cohere_command4", "cohere", "CMD4_FORMAT", 221, markers=COHERE_CMD4, reads=_EVERY,
+         family="cohere_command4"),
     ToolRecord("openai", None, Machine.HARMONY, None),
     # glm2: Tencent Hy4 (Hy3's calls without <tool_sep>, read strictly: the block held whole)
     _own("hy_v4", "hy", "HY4", 140, markers=HY4_CALLS, reads=Reads.WITH_CALLS),
@@ -409,6 +420,13 @@ REASONING_RECORDS: tuple[ReasoningRecord, ...] = (
                     aliases=("musespark1x",), markers=MUSE_FRAMING),
     # branch qwen2 (issue 19)
     _engine_reasoning("plamo3", "plamo3", "plamo3", "plamo3", "thinking"),
+    # cohere branch: read by its tool format's machine (with that tool parser, or alone)
+    ReasoningRecord("cohere_command3", Machine.FAMILY, thinking=Thinking.KWARGS,
+                    switch=Ref(_F + "cohere", "thinking"), family="cohere_command3",
+                    reasoning_config="cohere_command3", markers=COHERE_CMD3),
+    ReasoningRecord("cohere_command4", Machine.FAMILY, thinking=Thinking.KWARGS,
+                    switch=Ref(_F + "cohere", "thinking"), family="cohere_command4",
+                    reasoning_config="cohere_command4", markers=COHERE_CMD4),
     # MiniCPM-V: Qwen3's grammar (its calls: qwen3_coder's), newline escapes recovered
     _reasoning("minicpmv", (THINK, END_THINK, TOOL_CALL, CHATML[1])),
     # Step 3: a legacy parser, everything before the first </think> reasoning

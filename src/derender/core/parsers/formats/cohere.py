@@ -1,0 +1,430 @@
+"""Cohere Command A / Command 4's sections, as vLLM 0.33's ``cohere_command3`` and
+``cohere_command4`` parsers read them (``vllm/parser/cohere_command.py``: the ``cohere_melody``
+package's ``cmd3`` / ``cmd4`` filters, ``process_full_text`` for the message)::
+
+    <|START_THINKING|>…reasoning…<|END_THINKING|>
+    <|START_ACTION|>[{"tool_call_id": "0", "tool_name": "NAME", "parameters": {…}}, …]<|END_ACTION|>
+    <|START_RESPONSE|>…answer…<|END_RESPONSE|>          (cmd4 also <|START_TEXT|>…<|END_TEXT|>)
+
+The filter is a mode switched by these markers (``Preset``): answer text is content, thinking
+text reasoning, action text calls, and text after ``<|END_RESPONSE|>`` / ``<|END_ACTION|>`` (and
+cmd4's ``<|END_TEXT|>``) is dropped; after ``<|END_THINKING|>`` text is content again. Before any
+marker, cmd3 reads content and cmd4 reasoning. What the recordings (9600-9799) and the filter
+show, and this machine follows:
+
+- each piece of text between two markers (a *segment*) loses its trailing whitespace; after
+  ``<|START_THINKING|>`` leading whitespace is dropped up to the first text kept (of any mode);
+- in answer and thinking text a citation ``<co>TEXT</co: SPEC>`` is ``TEXT`` (its markup
+  dropped); ``<co>`` never closed drops ``<co>`` and anything from a (partial) ``</co: ``;
+  a segment ending in a partial ``<co>`` keeps its text as written (``cite``);
+- an action segment is read at once by melody's scanner (``parse_actions``): a call starts at
+  ``"tool_call_id": "``, its id up to the next unescaped ``"``, then ``"tool_name": "``, its name
+  (raw, escapes kept) up to the next unescaped ``"``; when ``"parameters": {"`` follows, the
+  arguments are the raw text from that ``{`` to the end of the first complete JSON value (up
+  to 8 whitespace characters dropped at the start of each line), or all of the rest when none
+  completes; otherwise the call ends at the next ``}`` with no arguments. The scanner's state
+  goes on across action segments. A segment ending in ``\\`` is not read.
+
+A stream holds text so that it folds to the message: trailing whitespace (``MAX_SPACE``), a
+segment's text from its first ``<`` (``MAX_HELD``), an action segment whole (``MAX_ACTION``);
+past a bound the stream goes on as the README's compatibility table says.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from enum import IntEnum, IntFlag
+from typing import Any
+
+from derender.core.decoding.markers import Finder, pending_prefix
+from derender.core.parsers.tools import ToolCallDelta, ToolContext, ToolFormat, ToolState
+from derender.core.state.codec import Reader, Writer, utf8_size
+
+START_THINKING, END_THINKING = "<|START_THINKING|>", "<|END_THINKING|>"
+START_RESPONSE, END_RESPONSE = "<|START_RESPONSE|>", "<|END_RESPONSE|>"
+START_ACTION, END_ACTION = "<|START_ACTION|>", "<|END_ACTION|>"
+START_TEXT, END_TEXT = "<|START_TEXT|>", "<|END_TEXT|>"
+
+MAX_SPACE = 256
+"""Bytes (UTF-8) of trailing whitespace held (past them it is given)."""
+MAX_HELD = 1024
+"""Bytes of a segment's text held from its first ``<`` (a citation's markup); past them the
+held text is given as written."""
+MAX_ACTION = 2048
+"""Bytes of an action segment held until it ends; past them it is read as far as it goes and
+what is still open is kept (dropped past the bound again)."""
+
+
+class Mode(IntEnum):
+    CONTENT = 0
+    REASONING = 1
+    ACTION = 2
+    IGNORE = 3
+
+
+class Flag(IntFlag):
+    LEFT_TRIM = 1 << 0
+    """melody's ``left_trimmed``: set by ``<|START_THINKING|>``, cleared by the first text kept."""
+    HOLDING = 1 << 1
+    """The segment's text from its first ``<`` is held in ``seg``."""
+    SPOKE = 1 << 2
+    """The segment gave text before its held part."""
+    SAW_TEXT = 1 << 3
+    """melody's ``saw_non_whitespace_in_current_line`` (arguments' indentation)."""
+
+
+class Scan(IntEnum):
+    """melody's ``ActionMode`` (what its action scanner reads next)."""
+
+    BEFORE = 0
+    ID = 1
+    ID_END = 2
+    NAME = 3
+    NAME_END = 4
+    RAW = 5
+
+
+@dataclass(frozen=True, slots=True)
+class Preset:
+    """A melody preset: the mode each marker switches to, and the mode before any."""
+
+    name: str
+    default: Mode
+    switches: tuple[tuple[str, Mode], ...]
+
+
+_COMMON = ((START_THINKING, Mode.REASONING), (END_THINKING, Mode.CONTENT),
+           (START_RESPONSE, Mode.CONTENT), (END_RESPONSE, Mode.IGNORE),
+           (START_ACTION, Mode.ACTION), (END_ACTION, Mode.IGNORE))
+CMD3 = Preset("cohere_command3", Mode.CONTENT, _COMMON)
+CMD4 = Preset("cohere_command4", Mode.REASONING,
+              (*_COMMON, (START_TEXT, Mode.CONTENT), (END_TEXT, Mode.IGNORE)))
+
+
+@dataclass(frozen=True, slots=True)
+class CohereState(ToolState):
+    mode: int
+    flags: int = 0
+    scan: int = Scan.BEFORE
+    index: int = 0
+    """melody's ``cur_tool_call_index``."""
+    opened: int = 0
+    """Calls whose first delta was given (indices below it)."""
+    indent: int = 0
+    """melody's ``raw_param_indent_length_removed``."""
+    pend: str = ""
+    """A possible marker's start, held."""
+    space: str = ""
+    """Trailing whitespace held."""
+    seg: str = ""
+    """The held part of the segment (text from its first ``<``, or the action segment)."""
+    raw: str = ""
+    """melody's ``param_value_buffer``: arguments not complete when an action segment ended."""
+
+
+_ID = re.compile(r'"tool_call_id":\s*"')
+_NAME = re.compile(r'"tool_name":\s*"')
+_PARAMS_OBJECT = re.compile(r'"parameters":\s*\{\s*"')
+_PARAMS = re.compile(r'"parameters":\s*')
+_DECODER = json.JSONDecoder(parse_constant=lambda name: _reject(name))
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_INDENT = 8
+
+
+def _reject(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _lone_surrogate(value: Any) -> bool:
+    if isinstance(value, str):
+        return _SURROGATE.search(value) is not None
+    if isinstance(value, list):
+        return any(_lone_surrogate(v) for v in value)
+    if isinstance(value, dict):
+        return any(_lone_surrogate(k) or _lone_surrogate(v) for k, v in value.items())
+    return False
+
+
+def json_value_end(buffer: str, s: str) -> int:
+    """melody's ``find_valid_json_value``: where in ``s`` the first JSON value of
+    ``buffer + s`` ends (serde_json's rules: no NaN, no lone surrogate), or -1."""
+    text = buffer + s
+    at = len(text) - len(text.lstrip(" \t\n\r"))
+    try:
+        value, end = _DECODER.raw_decode(text, at)
+    except (ValueError, RecursionError):
+        return -1
+    if _lone_surrogate(value) or end < len(buffer):
+        return -1
+    return end - len(buffer)
+
+
+def _unescaped_quote(s: str) -> int:
+    at = s.find('"')
+    while at >= 0:
+        slashes = 0
+        while at - slashes - 1 >= 0 and s[at - slashes - 1] == "\\":
+            slashes += 1
+        if slashes % 2 == 0:
+            return at
+        at = s.find('"', at + 1)
+    return -1
+
+
+def cite(s: str, spoke: bool) -> str:
+    """A segment's kept text (trimmed) with its citations read (``spoke``: text before it was
+    already given)."""
+    found, text = _cite(s)
+    if text is None or (not text and not found and not spoke):
+        return s
+    return text
+
+
+def _cite(s: str) -> tuple[bool, str | None]:
+    """(a citation was read, the text; None: a partial citation start, melody's no output)."""
+    if "<" not in s:
+        return False, s
+    start = s.find("<co>")
+    if start < 0:
+        return False, (None if s.endswith(("<", "<c", "<co")) else s)
+    close = s.find("</co: ", start + 4)
+    end = s.find(">", close + 1) if close >= 0 else -1
+    if end >= 0:
+        _, rest = _cite(s[end + 1:])
+        return True, s[:start] + s[start + 4:close] + (rest or "")
+    if close < 0:
+        close = len(s) - pending_prefix(s, ("</co: ",), start + 4)
+    return False, s[:start] + s[start + 4:close]
+
+
+class _Run:
+    """One feed: the state's fields, changed as the text is read."""
+
+    def __init__(self, state: CohereState, preset: Preset) -> None:
+        self.preset = preset
+        self.mode, self.flags = Mode(state.mode), Flag(state.flags)
+        self.scan, self.index, self.opened = Scan(state.scan), state.index, state.opened
+        self.indent, self.space, self.seg, self.raw = (state.indent, state.space, state.seg,
+                                                       state.raw)
+        self.reasoning: list[str] = []
+        self.content: list[str] = []
+        self.deltas: list[ToolCallDelta] = []
+
+    # text
+
+    def give(self, text: str) -> None:
+        if not text:
+            return
+        (self.reasoning if self.mode == Mode.REASONING else self.content).append(text)
+
+    def eager(self, text: str) -> None:
+        """Answer or thinking text given as it comes (no ``<`` in it), its trailing whitespace
+        held."""
+        text = self.space + text
+        body = text.rstrip()
+        self.space = text[len(body):]
+        if self.flags & Flag.LEFT_TRIM:
+            body = body.lstrip()
+            self.space = self.space if body else ""
+        if body:
+            self.flags &= ~Flag.LEFT_TRIM
+            self.flags |= Flag.SPOKE
+            self.give(body)
+        if utf8_size(self.space) > MAX_SPACE:
+            self.flags |= Flag.SPOKE
+            self.give(self.space)
+            self.space = ""
+
+    def text(self, text: str) -> None:
+        if not text or self.mode == Mode.IGNORE:
+            return
+        if self.mode == Mode.ACTION:
+            self.seg += text
+            if utf8_size(self.seg) > MAX_ACTION:
+                used = self.actions(self.seg)
+                self.seg = self.seg[used:]
+                if utf8_size(self.seg) > MAX_ACTION:
+                    self.seg = ""
+            return
+        if not self.flags & Flag.HOLDING:
+            lt = text.find("<")
+            if lt < 0:
+                self.eager(text)
+                return
+            self.eager(text[:lt])
+            self.flags |= Flag.HOLDING
+            self.seg, self.space, text = self.space, "", text[lt:]
+        self.seg += text
+        if utf8_size(self.seg) > MAX_HELD:
+            self.flags &= ~(Flag.HOLDING | Flag.LEFT_TRIM)
+            self.flags |= Flag.SPOKE
+            self.give(self.seg)
+            self.seg = ""
+
+    def end(self) -> None:
+        """The segment ends (a marker, or the output's end)."""
+        if self.mode == Mode.ACTION:
+            self.actions(self.seg)
+        elif self.flags & Flag.HOLDING:
+            send = self.seg.rstrip()
+            if self.flags & Flag.LEFT_TRIM:
+                send = send.lstrip()
+            if send:
+                self.flags &= ~Flag.LEFT_TRIM
+                self.give(cite(send, bool(self.flags & Flag.SPOKE)))
+        self.seg = self.space = ""
+        self.flags &= ~(Flag.HOLDING | Flag.SPOKE)
+
+    # calls
+
+    def actions(self, s: str) -> int:
+        """melody's ``parse_actions`` on ``s``: calls given; how much of ``s`` was read."""
+        if not s or s.endswith("\\"):
+            return 0
+        pos = 0
+        parts: dict[int, list[str]] = {}
+        while pos < len(s):
+            rest = s[pos:]
+            if self.scan == Scan.BEFORE or self.scan == Scan.ID_END:
+                found = (_ID if self.scan == Scan.BEFORE else _NAME).search(rest)
+                if found is None:
+                    break
+                self.scan = Scan.ID if self.scan == Scan.BEFORE else Scan.NAME
+                pos += found.end()
+            elif self.scan in (Scan.ID, Scan.NAME):
+                quote = _unescaped_quote(rest)
+                if quote < 0:
+                    break
+                part = parts.setdefault(self.index, ["", "", ""])
+                if quote:
+                    part[0 if self.scan == Scan.ID else 1] = rest[:quote]
+                self.scan = Scan.ID_END if self.scan == Scan.ID else Scan.NAME_END
+                pos += quote
+            elif self.scan == Scan.NAME_END:
+                raw = _PARAMS.search(rest) if _PARAMS_OBJECT.search(rest) else None
+                if raw is not None:
+                    self.scan = Scan.RAW
+                    pos += raw.end()
+                    continue
+                brace = rest.find("}")
+                if brace < 0:
+                    break
+                self.scan, self.index = Scan.BEFORE, self.index + 1
+                pos += brace
+            else:
+                end = json_value_end(self.raw, rest)
+                part = parts.setdefault(self.index, ["", "", ""])
+                if end < 0:
+                    part[2] += self.dedent(rest)
+                    self.raw += rest
+                    if utf8_size(self.raw) > MAX_ACTION:
+                        self.raw = ""
+                    pos = len(s)
+                    break
+                part[2] += self.dedent(rest[:end])
+                self.raw, self.scan, self.index = "", Scan.BEFORE, self.index + 1
+                pos += end
+        for index, (call_id, name, arguments) in parts.items():
+            first = index >= self.opened
+            if first:
+                self.opened = index + 1
+            self.deltas.append(ToolCallDelta(index, name if first else None, arguments,
+                                             call_id or None))
+        return pos
+
+    def dedent(self, s: str) -> str:
+        """melody's ``send_raw_param_chunk_without_indentation``."""
+        out: list[str] = []
+        for ch in s:
+            if ch == "\n":
+                self.indent = 0
+                self.flags &= ~Flag.SAW_TEXT
+            elif ch.isspace():
+                if self.indent < _INDENT and not self.flags & Flag.SAW_TEXT:
+                    self.indent += 1
+                    continue
+            else:
+                self.flags |= Flag.SAW_TEXT
+            out.append(ch)
+        return "".join(out)
+
+    # the run
+
+    def read(self, s: str, final: bool, context: ToolContext) -> str:
+        """Read ``s``; what may still be a marker's start is returned (held)."""
+        switches = {context.spelled(m): mode for m, mode in self.preset.switches}
+        thinking = context.spelled(START_THINKING)
+        markers = tuple(switches)
+        finder = Finder(s)
+        pos = 0
+        while True:
+            found = finder.earliest(markers, pos)
+            if found is None:
+                break
+            at, marker = found
+            self.text(s[pos:at])
+            self.end()
+            self.mode = switches[marker]
+            if marker == thinking:
+                self.flags |= Flag.LEFT_TRIM
+            pos = at + len(marker)
+        keep = 0 if final else pending_prefix(s, markers, pos)
+        self.text(s[pos:len(s) - keep])
+        if final:
+            self.end()
+        return s[len(s) - keep:]
+
+    def state(self, pend: str) -> CohereState:
+        return CohereState(int(self.mode), int(self.flags), int(self.scan), self.index,
+                           self.opened, self.indent, pend, self.space, self.seg, self.raw)
+
+
+def _feed_reasoning(preset: Preset, state: CohereState, text: str, final: bool,
+                    context: ToolContext) -> tuple[str, str, list[ToolCallDelta], CohereState]:
+    run = _Run(state, preset)
+    pend = run.read(state.pend + text, final, context)
+    return "".join(run.reasoning), "".join(run.content), run.deltas, run.state(pend)
+
+
+def encode(state: CohereState, w: Writer) -> None:
+    w.ints((state.mode, state.flags, state.scan, state.index, state.opened, state.indent))
+    for text in (state.pend, state.space, state.seg, state.raw):
+        w.text(text)
+
+
+def decode(r: Reader) -> CohereState:
+    mode, flags, scan, index, opened, indent = r.ints()
+    if (mode not in tuple(Mode) or scan not in tuple(Scan) or flags >= Flag.SAW_TEXT << 1
+            or indent > _INDENT):
+        raise ValueError("not a cohere state")
+    return CohereState(mode, flags, scan, index, opened, indent, r.text(), r.text(), r.text(),
+                       r.text())
+
+
+def _format(preset: Preset) -> ToolFormat[CohereState]:
+    def feed_reasoning(state: CohereState, text: str, final: bool, context: ToolContext
+                       ) -> tuple[str, str, list[ToolCallDelta], CohereState]:
+        return _feed_reasoning(preset, state, text, final, context)
+
+    def feed(state: CohereState, text: str, final: bool, context: ToolContext
+             ) -> tuple[str, list[ToolCallDelta], CohereState]:
+        _, content, calls, state = _feed_reasoning(preset, state, text, final, context)
+        return content, calls, state
+
+    def start() -> CohereState:
+        return CohereState(int(preset.default))
+
+    return ToolFormat(preset.name, CohereState, start, feed, encode, decode,
+                      feed_reasoning=feed_reasoning)
+
+
+CMD3_FORMAT = _format(CMD3)
+CMD4_FORMAT = _format(CMD4)
+
+
+def thinking(kwargs: dict[str, object]) -> bool:
+    """``cohere_command3``/``4``: the parser reads no template kwargs (the markers say what is
+    reasoning)."""
+    return True
