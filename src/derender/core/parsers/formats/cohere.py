@@ -128,13 +128,15 @@ _ID = re.compile(r'"tool_call_id":\s*"')
 _NAME = re.compile(r'"tool_name":\s*"')
 _PARAMS_OBJECT = re.compile(r'"parameters":\s*\{\s*"')
 _PARAMS = re.compile(r'"parameters":\s*')
-_DECODER = json.JSONDecoder(parse_constant=lambda name: _reject(name))
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _INDENT = 8
 
 
 def _reject(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
+
+
+_DECODER = json.JSONDecoder(parse_constant=_reject)
 
 
 def _lone_surrogate(value: Any) -> bool:
@@ -287,7 +289,7 @@ class _Run:
         parts: dict[int, list[str]] = {}
         while pos < len(s):
             rest = s[pos:]
-            if self.scan == Scan.BEFORE or self.scan == Scan.ID_END:
+            if self.scan in (Scan.BEFORE, Scan.ID_END):
                 found = (_ID if self.scan == Scan.BEFORE else _NAME).search(rest)
                 if found is None:
                     break
