@@ -234,21 +234,12 @@ class _Run:
             self.flags &= ~Flag.LEFT_TRIM
             self.flags |= Flag.SPOKE
             self.give(body)
-        if utf8_size(self.space) > MAX_SPACE:
-            self.flags |= Flag.SPOKE
-            self.give(self.space)
-            self.space = ""
 
     def text(self, text: str) -> None:
         if not text or self.mode == Mode.IGNORE:
             return
         if self.mode == Mode.ACTION:
             self.seg += text
-            if utf8_size(self.seg) > MAX_ACTION:
-                used = self.actions(self.seg)
-                self.seg = self.seg[used:]
-                if utf8_size(self.seg) > MAX_ACTION:
-                    self.seg = ""
             return
         if not self.flags & Flag.HOLDING:
             lt = text.find("<")
@@ -259,11 +250,25 @@ class _Run:
             self.flags |= Flag.HOLDING
             self.seg, self.space, text = self.space, "", text[lt:]
         self.seg += text
-        if utf8_size(self.seg) > MAX_HELD:
+
+    def bound(self) -> None:
+        """A feed ends with text held: past its bound it is read or given now (a stream's
+        state stays bounded; the message, read at once, never gets here)."""
+        if self.mode == Mode.ACTION:
+            if utf8_size(self.seg) > MAX_ACTION:
+                self.seg = self.seg[self.actions(self.seg):]
+                if utf8_size(self.seg) > MAX_ACTION:
+                    self.seg = ""
+        elif self.flags & Flag.HOLDING and utf8_size(self.seg) > MAX_HELD:
             self.flags &= ~(Flag.HOLDING | Flag.LEFT_TRIM)
             self.flags |= Flag.SPOKE
             self.give(self.seg)
             self.seg = ""
+        if utf8_size(self.space) > MAX_SPACE:
+            self.flags &= ~Flag.LEFT_TRIM
+            self.flags |= Flag.SPOKE
+            self.give(self.space)
+            self.space = ""
 
     def end(self) -> None:
         """The segment ends (a marker, or the output's end)."""
@@ -376,6 +381,8 @@ class _Run:
         self.text(s[pos:len(s) - keep])
         if final:
             self.end()
+        else:
+            self.bound()
         return s[len(s) - keep:]
 
     def state(self, pend: str) -> CohereState:
