@@ -149,25 +149,29 @@ def _lone_surrogate(value: Any) -> bool:
     return False
 
 
-def json_value_end(buffer: str, s: str) -> int:
-    """melody's ``find_valid_json_value``: where in ``s`` the first JSON value of
-    ``buffer + s`` ends (serde_json's rules: no NaN, no lone surrogate), or -1."""
-    text = buffer + s
-    at = len(text) - len(text.lstrip(" \t\n\r"))
+def json_value_end(buffer: str, s: str, at: int = 0) -> int:
+    """melody's ``find_valid_json_value``: where in ``s`` (read from ``at``) the first JSON
+    value of ``buffer + s[at:]`` ends (serde_json's rules: no NaN, no lone surrogate), or -1."""
+    text, start = (s, at) if not buffer else (buffer + s[at:], 0)
+    while start < len(text) and text[start] in " \t\n\r":
+        start += 1
     try:
-        value, end = _DECODER.raw_decode(text, at)
+        value, end = _DECODER.raw_decode(text, start)
     except (ValueError, RecursionError):
         return -1
-    if _lone_surrogate(value) or end < len(buffer):
+    if _lone_surrogate(value):
         return -1
-    return end - len(buffer)
+    if not buffer:
+        return end
+    return -1 if end < len(buffer) else at + end - len(buffer)
 
 
-def _unescaped_quote(s: str) -> int:
-    at = s.find('"')
+def _unescaped_quote(s: str, lo: int) -> int:
+    """melody's ``find_non_escaped_char(s[lo:], '"')``, as an index of ``s``."""
+    at = s.find('"', lo)
     while at >= 0:
         slashes = 0
-        while at - slashes - 1 >= 0 and s[at - slashes - 1] == "\\":
+        while at - slashes - 1 >= lo and s[at - slashes - 1] == "\\":
             slashes += 1
         if slashes % 2 == 0:
             return at
@@ -177,28 +181,35 @@ def _unescaped_quote(s: str) -> int:
 
 def cite(s: str, spoke: bool) -> str:
     """A segment's kept text (trimmed) with its citations read (``spoke``: text before it was
-    already given)."""
-    found, text = _cite(s)
-    if text is None or (not text and not found and not spoke):
-        return s
-    return text
-
-
-def _cite(s: str) -> tuple[bool, str | None]:
-    """(a citation was read, the text; None: a partial citation start, melody's no output)."""
-    if "<" not in s:
-        return False, s
-    start = s.find("<co>")
-    if start < 0:
-        return False, (None if s.endswith(("<", "<c", "<co")) else s)
-    close = s.find("</co: ", start + 4)
-    end = s.find(">", close + 1) if close >= 0 else -1
-    if end >= 0:
-        _, rest = _cite(s[end + 1:])
-        return True, s[:start] + s[start + 4:close] + (rest or "")
-    if close < 0:
-        close = len(s) - pending_prefix(s, ("</co: ",), start + 4)
-    return False, s[:start] + s[start + 4:close]
+    already given): each ``<co>TEXT</co: SPEC>`` is ``TEXT``; a ``<co>`` never closed drops
+    ``<co>`` and what follows a (partial) ``</co: ``; a partial ``<co>`` ending the text, when
+    no citation came before it, leaves the text as written (melody's no output), after one
+    drops the rest."""
+    out: list[str] = []
+    found, at = False, 0
+    while True:
+        if s.find("<", at) < 0:
+            out.append(s[at:])
+            break
+        start = s.find("<co>", at)
+        if start < 0:
+            if s.endswith(("<", "<c", "<co")):
+                if not found:
+                    return s
+                break
+            out.append(s[at:])
+            break
+        close = s.find("</co: ", start + 4)
+        end = s.find(">", close + 1) if close >= 0 else -1
+        if end < 0:
+            if close < 0:
+                close = len(s) - pending_prefix(s, ("</co: ",), start + 4)
+            out.append(s[at:start] + s[start + 4:close])
+            break
+        out.append(s[at:start] + s[start + 4:close])
+        found, at = True, end + 1
+    text = "".join(out)
+    return s if not text and not found and not spoke else text
 
 
 class _Run:
@@ -293,46 +304,45 @@ class _Run:
         pos = 0
         parts: dict[int, list[str]] = {}
         while pos < len(s):
-            rest = s[pos:]
             if self.scan in (Scan.BEFORE, Scan.ID_END):
-                found = (_ID if self.scan == Scan.BEFORE else _NAME).search(rest)
+                found = (_ID if self.scan == Scan.BEFORE else _NAME).search(s, pos)
                 if found is None:
                     break
                 self.scan = Scan.ID if self.scan == Scan.BEFORE else Scan.NAME
-                pos += found.end()
+                pos = found.end()
             elif self.scan in (Scan.ID, Scan.NAME):
-                quote = _unescaped_quote(rest)
+                quote = _unescaped_quote(s, pos)
                 if quote < 0:
                     break
                 part = parts.setdefault(self.index, ["", "", ""])
-                if quote:
-                    part[0 if self.scan == Scan.ID else 1] = rest[:quote]
+                if quote > pos:
+                    part[0 if self.scan == Scan.ID else 1] = s[pos:quote]
                 self.scan = Scan.ID_END if self.scan == Scan.ID else Scan.NAME_END
-                pos += quote
+                pos = quote
             elif self.scan == Scan.NAME_END:
-                raw = _PARAMS.search(rest) if _PARAMS_OBJECT.search(rest) else None
+                raw = _PARAMS.search(s, pos) if _PARAMS_OBJECT.search(s, pos) else None
                 if raw is not None:
                     self.scan = Scan.RAW
-                    pos += raw.end()
+                    pos = raw.end()
                     continue
-                brace = rest.find("}")
+                brace = s.find("}", pos)
                 if brace < 0:
                     break
                 self.scan, self.index = Scan.BEFORE, self.index + 1
-                pos += brace
+                pos = brace
             else:
-                end = json_value_end(self.raw, rest)
+                end = json_value_end(self.raw, s, pos)
                 part = parts.setdefault(self.index, ["", "", ""])
                 if end < 0:
-                    part[2] += self.dedent(rest)
-                    self.raw += rest
+                    part[2] += self.dedent(s[pos:])
+                    self.raw += s[pos:]
                     if utf8_size(self.raw) > MAX_ACTION:
                         self.raw = ""
                     pos = len(s)
                     break
-                part[2] += self.dedent(rest[:end])
+                part[2] += self.dedent(s[pos:end])
                 self.raw, self.scan, self.index = "", Scan.BEFORE, self.index + 1
-                pos += end
+                pos = end
         for index, (call_id, name, arguments) in parts.items():
             first = index >= self.opened
             if first:
