@@ -314,8 +314,8 @@ class _Run:
                 quote = _unescaped_quote(s, pos)
                 if quote < 0:
                     break
-                part = parts.setdefault(self.index, ["", "", ""])
-                if quote > pos:
+                if quote > pos:  # (melody gives no empty part)
+                    part = parts.setdefault(self.index, ["", "", ""])
                     part[0 if self.scan == Scan.ID else 1] = s[pos:quote]
                 self.scan = Scan.ID_END if self.scan == Scan.ID else Scan.NAME_END
                 pos = quote
@@ -332,15 +332,14 @@ class _Run:
                 pos = brace
             else:
                 end = json_value_end(self.raw, s, pos)
-                part = parts.setdefault(self.index, ["", "", ""])
                 if end < 0:
-                    part[2] += self.dedent(s[pos:])
+                    self.argument(parts, self.dedent(s[pos:]))
                     self.raw += s[pos:]
                     if utf8_size(self.raw) > MAX_ACTION:
                         self.raw = ""
                     pos = len(s)
                     break
-                part[2] += self.dedent(s[pos:end])
+                self.argument(parts, self.dedent(s[pos:end]))
                 self.raw, self.scan, self.index = "", Scan.BEFORE, self.index + 1
                 pos = end
         for index, (call_id, name, arguments) in parts.items():
@@ -350,6 +349,10 @@ class _Run:
             self.deltas.append(ToolCallDelta(index, name if first else None, arguments,
                                              call_id or None))
         return pos
+
+    def argument(self, parts: dict[int, list[str]], text: str) -> None:
+        if text:
+            parts.setdefault(self.index, ["", "", ""])[2] += text
 
     def dedent(self, s: str) -> str:
         """melody's ``send_raw_param_chunk_without_indentation``."""
