@@ -247,6 +247,13 @@ FORMATS["muse"] = Format("Muse Spark", "muse-spark-standin", "muse-spark-standin
                          "</atem:parameter>\n</atem:invoke>\n</atem:function_calls>",
                          prefix=" to=self<|message|>", strip_reasoning=False,
                          notes_ids=200)  # a call is held whole (as vLLM sends it), to 2 KB
+# cohere branch: Cohere Command 4 (cohere_command4 both), thinking then an action section
+FORMATS["cohere"] = Format("Cohere Command 4", "cohere-standin", "cohere-standin",
+                           "cohere-standin", "cohere_command4", 255001,
+                           '<|END_THINKING|><|START_ACTION|>[{"tool_call_id": "0", "tool_name": '
+                           '"get_weather", "parameters": {"city": "Lisbon", "notes": "',
+                           '"}}]<|END_ACTION|>', prefix="<|START_THINKING|>", json_notes=True,
+                           notes_ids=200)  # an action is held whole (2 KB)
 # wrapped2: ERNIE 4.5 (ernie45 reasoning and tool parsers): reasoning, then a call too long
 # to be read whole (it streams as hermes')
 FORMATS["ernie45"] = Format("ERNIE 4.5", "ernie45-standin", "ernie45-standin",

@@ -37,6 +37,10 @@ TOOLS = ({"type": "function", "function": {"name": "f", "parameters": {
     "type": "object", "properties": {"a": {"type": "string"}, "n": {"type": "integer"},
                                      "o": {"type": "object"}}}}},)
 
+COHERE = ('<|START_THINKING|>reasoning VALUE<|END_THINKING|><|START_RESPONSE|>a <co>VALUE'
+          '</co: 0:[1]> b<|END_RESPONSE|><|START_ACTION|>[{"tool_call_id": "0", "tool_name": '
+          '"NAME", "parameters": {"a": "VALUE", "n": 1}}]<|END_ACTION|>')
+"""cohere branch: Cohere Command A / 4 (both presets read it alike)."""
 QWEN_XML = ("<tool_call>\n<function=NAME>\n<parameter=a>\nVALUE\n</parameter>\n"
             "<parameter=n>\n1\n</parameter>\n</function>\n</tool_call>")
 DSML_CALL = ('<｜DSML｜{w}>\n<｜DSML｜invoke name="NAME">\n'
@@ -113,6 +117,8 @@ TEMPLATES: dict[str, str] = {
              '<atem:invoke name="NAME">\n<atem:parameter name="a">VALUE</atem:parameter>\n'
              '<atem:parameter name="n">1</atem:parameter>\n</atem:invoke>\n'
              '</atem:function_calls><|eom|>'),
+    # cohere branch: Cohere Command's sections (a citation, an action read whole)
+    "cohere_command3": COHERE, "cohere_command4": COHERE,
     # wrapped2: ERNIE 4.5 (hermes' tags, each call read whole)
     "ernie45": ('Ok\n\n<tool_call>\n{"arguments": {"a": "VALUE", "n": 1}, "name": "NAME"}\n'
                 "</tool_call>"),
@@ -246,6 +252,11 @@ REASONING_TEMPLATES: dict[str, str] = {
     # muse branch: a reasoning message, then a commentary one
     "muse": (" to=self<|message|>reasoning VALUE<|eom|><|start|>assistant to=commentary"
              "<|message|>answer<|eom|>"),
+    # cohere branch: thinking, then an answer with a citation
+    "cohere_command3": ("<|START_THINKING|>reasoning VALUE<|END_THINKING|><|START_RESPONSE|>"
+                        "answer <co>VALUE</co: 0:[1]><|END_RESPONSE|>"),
+    "cohere_command4": ("reasoning VALUE<|START_TEXT|>answer <co>VALUE</co: 0:[1]><|END_TEXT|>"
+                        "<|START_RESPONSE|>x"),
     # wrapped2: ERNIE 4.5's answer markers after the reasoning
     "ernie45": "reasoning VALUE</think>\n<response>answer VALUE</response> VALUE</response>",
     "hunyuan_a13b": "<think>\nreasoning VALUE\n</think>\n<answer>\nanswer VALUE ",

@@ -31,7 +31,8 @@ CORPUS = (ROOT / "bench" / "corpus.txt").read_text(encoding="utf-8")
 
 PADDED = {"kimi-k2-standin", "granite4-standin", "internlm2-standin", "olmo3-standin",
           "kimi-k3-standin",
-          "muse-spark-standin"}  # muse branch
+          "muse-spark-standin",  # muse branch
+          "cohere-standin"}  # cohere branch
 """Stand-ins whose GPT-2 vocabulary is padded with unreachable entries up to the real special
 tokens' ids (Kimi K2: 113,327 of them): the padding does not compact."""
 

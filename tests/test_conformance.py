@@ -794,6 +794,10 @@ DEVIATIONS.update({
 STREAM_AS_MESSAGE.update({_case_name(n): _case_name(n - 1) for n in (
     9409, 9421, 9507, 9509, 9515, 9517, 9519, 9521, 9523, 9525, 9529)})
 
+# cohere branch: cohere_command3/4 (docs/vllm-compat/cohere.md): vLLM's stream skips a call
+# melody read without a name (its message returns it, named "")
+STREAM_AS_MESSAGE.update({_case_name(n): _case_name(n - 1) for n in (9637, 9657, 9727, 9747)})
+
 # Under VLLM_ENFORCE_STRICT_TOOL_CALLING=1 vLLM leaves JSON-schema output of tool_choice
 # "required" in content; we parse it, as its non-strict recordings do.
 JSON_TOOL_OUTPUT = {"072-parser-chat-required_json"}
@@ -1172,6 +1176,9 @@ ISSUE_19_20: dict[tuple[int, int], tuple[int, str]] = {
                         "reasoning_effort)"),
     # inkling branch
     (9400, 9599): (130, "inkling 9400-9529 (both parsers 9400-9505, each alone 9506-9529)"),
+    # cohere branch
+    (9600, 9799): (84 + 92 + 24, "cohere_command3 9600-9683, cohere_command4 9684-9775 "
+                                 "(both parsers), 9776-9799 (each alone)"),
 }
 """The recordings of issues 19 and 20 by number range: how many cases, of which names."""
 

@@ -73,6 +73,9 @@ def test_the_marker_table_is_the_one_states_were_issued_with() -> None:
                              "<|content_invoke_tool_json|>", "<|content_invoke_tool_text|>",
                              "<|content_tool_error|>", "<|content_model_end_sampling|>",
                              "<|end_message|>")  # Inkling
+    assert MARKUP[93:101] == ("<|START_THINKING|>", "<|END_THINKING|>", "<|START_RESPONSE|>",
+                              "<|END_RESPONSE|>", "<|START_ACTION|>", "<|END_ACTION|>",
+                              "<|START_TEXT|>", "<|END_TEXT|>")  # Cohere Command 3 and 4
 
 
 

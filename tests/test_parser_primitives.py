@@ -86,10 +86,11 @@ def test_named_phases_and_flags_keep_the_encoded_numbers() -> None:
     # the numbers the states were encoded with before they were named (commit 609459c)
     assert [int(p) for p in engine.Phase] == list(range(8))  # Inkling's HEADER and SPAN: 6, 7
     assert [p.name.lower() for p in engine.Phase] == list(engine.PHASES)
-    # (and the flags added after it, each the next bit: PLaMo 3's CALL_OPEN, issue 19)
-    assert [int(f) for f in engine.Flag] == [1 << i for i in range(15)]
-    assert engine.FLAG_BITS == 15
-    assert [int(e) for e in engine.Event] == [1, 2, 4, 8, 16]
+    # (and the flags added after it, each the next bit: PLaMo 3's CALL_OPEN, issue 19;
+    # Inkling's MUTE, issue 20)
+    assert [int(f) for f in engine.Flag] == [1 << i for i in range(16)]
+    assert engine.FLAG_BITS == 16
+    assert [int(e) for e in engine.Event] == [1, 2, 4, 8, 16, 32]  # Inkling's SHOW: 32
     assert [int(s) for s in engine.DsmlSub] == [0, 1, 2, 3]
     assert [int(s) for s in engine.GlmSub] == [0, 1, 2, 3, 4]
     assert [m.name.lower() for m in qwen3_coder.Mode] == [

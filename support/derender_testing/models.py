@@ -18,6 +18,7 @@ from derender_testing.tokenizer_variants import (
     copy_layer_tokenizer,
     copy_tokenizer,
     derive_apertus_standin,
+    derive_cohere_standin,
     derive_ernie45_standin,
     derive_functiongemma_standin,
     derive_gemma4_standin,
@@ -74,7 +75,9 @@ MODEL_NAMES = ("qwen3", "mistral-7b", "deepseek-v4", "gpt2", "llama3.1", "llama3
                # branch k2h
                "k2h-standin",
                # inkling branch (issue 20)
-               "inkling-standin")
+               "inkling-standin",
+               # cohere branch
+               "cohere-standin")
 DERIVED = {"llama3.1-tools": ("llama3.1", derive_llama31_tools),
            "mistral-tools": ("mistral-7b", derive_mistral_tools),
            "mistral-tools-v3": ("mistral-7b", derive_mistral_tools_v3),
@@ -120,7 +123,9 @@ DERIVED = {"llama3.1-tools": ("llama3.1", derive_llama31_tools),
            # branch k2h
            "k2h-standin": ("gpt2", derive_k2h_standin),
            # inkling branch (issue 20)
-           "inkling-standin": ("gpt-oss", derive_inkling_standin)}
+           "inkling-standin": ("gpt-oss", derive_inkling_standin),
+           # cohere branch
+           "cohere-standin": ("gpt2", derive_cohere_standin)}
 """Test models whose tokenizer files are derived from another's (``tokenizer_variants``)."""
 
 

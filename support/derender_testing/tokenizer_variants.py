@@ -712,3 +712,60 @@ def derive_inkling_standin(source: Path, target: Path) -> bool:
             "tokenizer_class": "PreTrainedTokenizerFast"})
 
     return derive(source, target, build)
+
+
+# Cohere Command A / Command 4 (issue 20)
+COHERE_BASE_SIZE = 255_000
+COHERE_VERIFIED = {0: "<PAD>", 1: "<UNK>", 2: "<CLS>", 3: "<SEP>", 4: "<MASK_TOKEN>",
+                   5: "<BOS_TOKEN>", 6: "<EOS_TOKEN>", 7: "<EOP_TOKEN>",
+                   255000: "<|START_OF_TURN_TOKEN|>", 255001: "<|END_OF_TURN_TOKEN|>",
+                   255002: "<|YES_TOKEN|>", 255003: "<|NO_TOKEN|>", 255004: "<|GOOD_TOKEN|>",
+                   255005: "<|BAD_TOKEN|>"}
+COHERE_UNVERIFIED = {255006: "<|USER_TOKEN|>", 255007: "<|CHATBOT_TOKEN|>",
+                     255008: "<|SYSTEM_TOKEN|>", 255009: "<|START_THINKING|>",
+                     255010: "<|END_THINKING|>", 255011: "<|START_RESPONSE|>",
+                     255012: "<|END_RESPONSE|>", 255013: "<|START_ACTION|>",
+                     255014: "<|END_ACTION|>", 255015: "<|START_TOOL_RESULT|>",
+                     255016: "<|END_TOOL_RESULT|>", 255017: "<|START_TEXT|>",
+                     255018: "<|END_TEXT|>"}
+COHERE_NOT_SPECIAL = frozenset({255000, 255002, 255003, 255004, 255005})
+"""``cohere-standin``: Cohere Command A / Command 4's vocabulary (256,000 ids) cannot be had
+offline. What a public source gives (the ``tokenizer_config.json`` of Command R7B and Command R+
+as published on the model hub): ``<PAD>`` … ``<EOP_TOKEN>`` at 0-7 and
+``<|START_OF_TURN_TOKEN|>`` 255000 (not special), ``<|END_OF_TURN_TOKEN|>`` 255001 (special, the
+end of a turn), ``<|YES_TOKEN|>`` … ``<|BAD_TOKEN|>`` 255002-255005 (not special). The ids of
+``COHERE_UNVERIFIED`` (the role tokens and Command A's ``<|START_THINKING|>`` … ``<|END_TEXT|>``)
+are **unverified**: no offline source gives them; they are special here. The base vocabulary is
+GPT-2's (``gpt2``), its entries 0-7 moved to 50257-50264 (so every byte still encodes), padded
+with unreachable ``<|standin_pad_N|>`` entries up to 255000."""
+
+
+def derive_cohere_standin(source: Path, target: Path) -> bool:
+    """``target``'s tokenizer files from ``source``'s (GPT-2's): the stand-in Cohere Command
+    vocabulary (``COHERE_VERIFIED``, ``COHERE_UNVERIFIED``). Deterministic; git-ignored."""
+    def build(tokenizer: Any, config: Any) -> None:
+        vocab = tokenizer["model"]["vocab"]
+        moved = {token: token_id for token, token_id in vocab.items() if token_id < 8}
+        base = len(vocab)
+        for token, token_id in moved.items():
+            vocab[token] = base + token_id
+        for token_id in range(base + 8, COHERE_BASE_SIZE):
+            vocab[f"<|standin_pad_{token_id}|>"] = token_id
+        for token_id, token in COHERE_VERIFIED.items():
+            if token_id < 8:
+                vocab[token] = token_id
+        named = {**COHERE_VERIFIED, **COHERE_UNVERIFIED}
+        added = [{"id": i, "content": named[i], "single_word": False, "lstrip": False,
+                  "rstrip": False, "normalized": False, "special": i not in COHERE_NOT_SPECIAL}
+                 for i in sorted(named)]
+        tokenizer["added_tokens"] = added
+        config.clear()
+        config.update({
+            "added_tokens_decoder": {str(t["id"]): {k: v for k, v in t.items() if k != "id"}
+                                     for t in added},
+            "bos_token": "<BOS_TOKEN>", "eos_token": "<|END_OF_TURN_TOKEN|>",
+            "unk_token": "<UNK>", "pad_token": "<PAD>", "add_bos_token": True,
+            "add_eos_token": False, "clean_up_tokenization_spaces": False,
+            "model_max_length": 262144, "tokenizer_class": "PreTrainedTokenizerFast"})
+
+    return derive(source, target, build)

@@ -260,6 +260,11 @@ INKLING_MARKERS = (Marker(85, "<|message_model|>"), Marker(86, "<|content_text|>
                    Marker(87, "<|content_thinking|>"), Marker(88, "<|content_invoke_tool_json|>"),
                    Marker(89, "<|content_invoke_tool_text|>"), Marker(90, "<|content_tool_error|>"),
                    Marker(91, "<|content_model_end_sampling|>"), Marker(92, "<|end_message|>"))
+# cohere branch (issue 20): Cohere Command A / Command 4's section markers
+COHERE_CMD3 = (Marker(93, "<|START_THINKING|>"), Marker(94, "<|END_THINKING|>"),
+               Marker(95, "<|START_RESPONSE|>"), Marker(96, "<|END_RESPONSE|>"),
+               Marker(97, "<|START_ACTION|>"), Marker(98, "<|END_ACTION|>"))
+COHERE_CMD4 = (*COHERE_CMD3, Marker(99, "<|START_TEXT|>"), Marker(100, "<|END_TEXT|>"))
 
 QWEN3_TOOLS = (TOOL_CALL, END_TOOL_CALL)
 QWEN3_REASONING = (THINK, END_THINK, TOOL_CALL, *CHATML)
@@ -352,6 +357,12 @@ TOOL_RECORDS: tuple[ToolRecord, ...] = (
          reads=_EVERY, family="muse", needs_reasoning=True),
     # branch qwen2 (issue 19): PLaMo 3 (tags 150-159)
     _engine("plamo3", "plamo3", "PLAMO3", 150, "plamo3", reads=_EVERY),
+    # cohere branch (issue 20): Cohere Command A / 4 read as vLLM's melody filters do (tags
+    # 220-224); the tool parser alone reads the reasoning too
+    _own("cohere_command3", "cohere", "CMD3_FORMAT", 220, markers=COHERE_CMD3, reads=_EVERY,
+         family="cohere_command3"),
+    _own("cohere_command4", "cohere", "CMD4_FORMAT", 221, markers=COHERE_CMD4, reads=_EVERY,
+         family="cohere_command4"),
     ToolRecord("openai", None, Machine.HARMONY, None),
     # glm2: Tencent Hy4 (Hy3's calls without <tool_sep>, read strictly: the block held whole)
     _own("hy_v4", "hy", "HY4", 140, markers=HY4_CALLS, reads=Reads.WITH_CALLS),
@@ -452,6 +463,13 @@ REASONING_RECORDS: tuple[ReasoningRecord, ...] = (
                     aliases=("musespark1x",), markers=MUSE_FRAMING),
     # branch qwen2 (issue 19)
     _engine_reasoning("plamo3", "plamo3", "plamo3", "plamo3", "thinking"),
+    # cohere branch: read by its tool format's machine (with that tool parser, or alone)
+    ReasoningRecord("cohere_command3", Machine.FAMILY, thinking=Thinking.KWARGS,
+                    switch=Ref(_F + "cohere", "thinking"), family="cohere_command3",
+                    reasoning_config="cohere_command3", markers=COHERE_CMD3),
+    ReasoningRecord("cohere_command4", Machine.FAMILY, thinking=Thinking.KWARGS,
+                    switch=Ref(_F + "cohere", "thinking"), family="cohere_command4",
+                    reasoning_config="cohere_command4", markers=COHERE_CMD4),
     # MiniCPM-V: Qwen3's grammar (its calls: qwen3_coder's), newline escapes recovered
     _reasoning("minicpmv", (THINK, END_THINK, TOOL_CALL, CHATML[1])),
     # Step 3: a legacy parser, everything before the first </think> reasoning
