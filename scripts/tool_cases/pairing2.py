@@ -3,9 +3,9 @@ what vLLM 0.33 does when ``--tool-call-parser`` names a parser-engine family's t
 (``kimi_k3``, ``plamo3``) and ``--reasoning-parser`` a parser of another family (``qwen3``,
 ``olmo3``; vLLM refuses ``deepseek_r1`` on the PLaMo 3 stand-in, whose vocabulary has no
 ``<think>`` token), and Muse Spark's parsers with another family's (recorded ahead: derender
-refuses these pairings, README compatibility). vLLM's ``DelegatingParser`` (``vllm/parser/parser_manager.py``) lets the
-reasoning parser read the reasoning and the engine tool parser the content it leaves
-(derender: ``engine_mode`` ``FOREIGN``).
+refuses these pairings, README compatibility). vLLM's ``DelegatingParser``
+(``vllm/parser/parser_manager.py``) lets the reasoning parser read the reasoning and the engine
+tool parser the content it leaves (derender: ``engine_mode`` ``FOREIGN``).
 
 Usage (copies of the derived ``kimi-k3-standin`` and ``plamo3-standin`` folders as
 ``$PEER_HOME/models/pr2-kimi-k3`` and ``pr2-plamo3``):
