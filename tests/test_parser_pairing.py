@@ -24,6 +24,10 @@ HERMES = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris", "u
          "</tool_call>"
 CODER = ("<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n"
          "<parameter=unit>\nc\n</parameter>\n</function>\n</tool_call>")
+K3_CALL = ('<|open|>tools<|sep|><|open|>call tool="get_weather" index="1"<|sep|>'
+           '<|open|>argument key="city" type="string"<|sep|>Paris<|close|>argument<|sep|>'
+           '<|open|>argument key="unit" type="string"<|sep|>c<|close|>argument<|sep|>'
+           "<|close|>call<|sep|><|close|>tools<|sep|><|close|>message<|sep|>")
 WEATHER = {"type": "function", "function": {
     "name": "get_weather", "parameters": {"type": "object", "properties": {
         "city": {"type": "string"}, "unit": {"type": "string", "enum": ["c", "f"]}}}}}
@@ -33,6 +37,8 @@ PAIRINGS = {  # (model, reasoning parser, tool parser): (EOS id, end of reasonin
     ("glm-4.7-flash", "glm47", "hermes"): (154827, "</think>", HERMES),
     ("glm-4.7-flash", "glm45", "qwen3_coder"): (154827, "</think>", CODER),
     ("deepseek-v4-native", "deepseek_v4", "hermes"): (1, "</think>\n\n", HERMES),
+    # pairing2 branch: an engine tool parser after another family's reasoning parser
+    ("kimi-k3-standin", "qwen3", "kimi_k3"): (163586, "</think>\n\n", K3_CALL),
 }
 
 
@@ -45,10 +51,12 @@ def message(number: int) -> dict[str, Any]:
 @pytest.mark.parametrize(("number", "pairing"), [
     (8200, ("glm-4.7-flash", "glm47", "hermes")),
     (8222, ("glm-4.7-flash", "glm45", "qwen3_coder")),
-    (8244, ("deepseek-v4-native", "deepseek_v4", "hermes"))])
+    (8244, ("deepseek-v4-native", "deepseek_v4", "hermes")),
+    (9800, ("kimi-k3-standin", "qwen3", "kimi_k3"))])
 def test_the_engine_reads_the_reasoning_and_the_tool_parser_the_call(
         number: int, pairing: tuple[str, str, str], client_for: Any) -> None:
-    """8200, 8222, 8244: the reasoning is the engine's, the call the other family's."""
+    """8200, 8222, 8244: the reasoning is the engine's, the call the other family's; 9800:
+    an engine tool parser (kimi_k3) reads the content qwen3's reasoning parser leaves."""
     model, reasoning_parser, tool_parser = pairing
     eos, end, call = PAIRINGS[pairing]
     ids = tokenizer(model).encode(THOUGHT + end + call, add_special_tokens=False).ids
