@@ -14,7 +14,10 @@ from derender_testing.models import ROOT, tokenizer
 
 FIXTURES = ROOT / "tests" / "fixtures" / "vllm-0.33"
 
-NOT_IMPLEMENTED: frozenset[str] = frozenset({"parser:muse_glimmer"})  # muse branch
+NOT_IMPLEMENTED: frozenset[str] = frozenset({
+    "parser:muse_glimmer",  # muse branch
+    "parser:xlam",  # xlam branch: recorded, not served yet (docs/recording/xlam.md)
+})
 """Fixture features recorded ahead of the code that serves them (a format recorded before its
 parser is written): cases with one of them are skipped, saying so, until it lands."""
 
