@@ -1171,6 +1171,8 @@ ISSUE_19_20: dict[tuple[int, int], tuple[int, str]] = {
     # muse branch
     (7400, 7799): (144, "muse 7400-7519 (musespark1x is its alias), muse_glimmer 7520-7543 "
                         "(recorded ahead)"),
+    # xlam branch
+    (10200, 10399): (79, "xlam 10200-10278 (recorded ahead)"),
     (5400, 5799): (118 + 100, "ernie45 5400-5517, hunyuan_a13b 5520-5619"),
     (5000, 5399): (66 + 72, "granite_thinking_parser 5000-5065, granite 5100-5171"),
     (6600, 6999): (120 + 46 + 30, "plamo3 6600-6719, minicpmv 6800-6845, step3 6900-6929"),
