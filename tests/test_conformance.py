@@ -1100,7 +1100,8 @@ def test_every_case_is_accounted_for() -> None:
         issue_19_20 += count
     assert len(CASES) == 1226 + len(edge_cases) + len(dropin) + len(markup_glm5) \
         + len(non_finite) + issue_19_20
-    replayed = [p for p in CASES if _pending_reason(load_case(p)) is None]
+    reasons = {case_name(p): _pending_reason(load_case(p)) for p in CASES}  # each read once
+    replayed = [p for p in CASES if reasons[case_name(p)] is None]
     names = {case_name(p) for p in replayed}
     assert set(DEVIATIONS) <= names
     assert names >= SUPPORTED_BEYOND_VLLM | set(STREAM_QUIRKS) | set(MESSAGE_DIFFERENCES)
@@ -1109,6 +1110,6 @@ def test_every_case_is_accounted_for() -> None:
     # nothing pending but the drop-in cases not matched yet, each of which was recorded, and
     # the cases recorded ahead of their implementation (``NOT_IMPLEMENTED``)
     pending = {case_name(p) for p in CASES} - names
-    ahead = {case_name(p) for p in CASES
-             if (_pending_reason(load_case(p)) or "").startswith("recorded ahead")}
+    ahead = {name for name, reason in reasons.items()
+             if (reason or "").startswith("recorded ahead")}
     assert pending == set().union(*NOT_MATCHED_YET.values(), ahead), pending

@@ -42,14 +42,19 @@ STOP_HELD = WIDE * (DEFAULTS.max_stop_string_chars - 1)
 """The stop-string holdback at its bound: one character less than the longest stop string."""
 
 
-def issued(parser: parsers.ParserState) -> str:
-    """The signed stream state a call issues with this parser state (window and counters as
-    a long stream has them)."""
+def payload(parser: parsers.ParserState) -> bytes:
+    """The payload of the stream state a call issues with this parser state (window and
+    counters as a long stream has them)."""
     state = StreamState(fingerprint=b"\x00" * 8, issued_at=1_800_000_000, choice_index=0,
                         role_sent=True, tokens_seen=1 << 20,
                         stop=StopProgress(held=STOP_HELD, text_chars=1 << 24),
                         parser=parser)
-    return sign(RING, encode_state(state))
+    return encode_state(state)
+
+
+def issued(parser: parsers.ParserState) -> str:
+    """The signed stream state a call issues with this parser state."""
+    return sign(RING, payload(parser))
 
 
 @st.composite
@@ -81,14 +86,19 @@ def _setup(reasoning_parser: str | None, tool_parser: str | None, forced_content
 
 
 def _stream(setup: parsers.ParserSettings, text: str, batch: int) -> int:
-    """The largest state issued streaming ``text`` in batches (each checked against the cap)."""
+    """The largest state issued streaming ``text`` in batches, checked against the cap. A
+    token's length grows with its payload's, so each payload longer than all before it is
+    signed and checked (the others make shorter tokens)."""
     state = cost_cases.start(setup)
-    largest = 0
+    largest, longest = 0, -1
     for at in range(0, len(text), batch):
         _, state = parsers.feed(setup, state, text[at:at + batch], False)
-        token = issued(state)
-        largest = max(largest, len(token))
-        assert len(token) <= CAP, (len(token), at, state)
+        data = payload(state)
+        if len(data) > longest:
+            longest = len(data)
+            token = sign(RING, data)
+            largest = len(token)
+            assert len(token) <= CAP, (len(token), at, state)
     return largest
 
 
@@ -180,3 +190,10 @@ def test_utf8_size_and_prefix(text: str) -> None:
         assert utf8_size(cut) <= limit
         if cut != text:
             assert utf8_size(text[:len(cut) + 1]) > limit
+
+
+def test_a_tokens_length_grows_with_its_payloads() -> None:
+    """What ``_stream`` relies on to sign only the longest payloads: a longer payload never
+    makes a shorter token."""
+    lengths = [len(sign(RING, b"\xff" * n)) for n in range(300)]
+    assert lengths == sorted(lengths) and lengths[0] < lengths[-1]
