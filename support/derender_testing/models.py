@@ -17,6 +17,7 @@ from derender.core.registry import ServedModel, load_vocabulary, read_model_info
 from derender_testing.tokenizer_variants import (
     copy_layer_tokenizer,
     copy_tokenizer,
+    derive_dots_standin,
     derive_ernie45_standin,
     derive_functiongemma_standin,
     derive_gemma4_standin,
@@ -65,7 +66,9 @@ MODEL_NAMES = ("qwen3", "mistral-7b", "deepseek-v4", "gpt2", "llama3.1", "llama3
                # wrapped2
                "ernie45-standin", "hunyuan-a13b-standin",
                # branch qwen2
-               "plamo3-standin")
+               "plamo3-standin",
+               # branch dots
+               "dots-standin")
 DERIVED = {"llama3.1-tools": ("llama3.1", derive_llama31_tools),
            "mistral-tools": ("mistral-7b", derive_mistral_tools),
            "mistral-tools-v3": ("mistral-7b", derive_mistral_tools_v3),
@@ -105,7 +108,9 @@ DERIVED = {"llama3.1-tools": ("llama3.1", derive_llama31_tools),
            "ernie45-standin": ("gpt2", derive_ernie45_standin),
            "hunyuan-a13b-standin": ("gpt2", derive_hunyuan_a13b_standin),
            # branch qwen2
-           "plamo3-standin": ("gpt2", derive_plamo3_standin)}
+           "plamo3-standin": ("gpt2", derive_plamo3_standin),
+           # branch dots
+           "dots-standin": ("gpt2", derive_dots_standin)}
 """Test models whose tokenizer files are derived from another's (``tokenizer_variants``)."""
 
 

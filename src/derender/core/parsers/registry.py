@@ -232,6 +232,8 @@ MUSE_FRAMING = (Marker(56, "<|start|>"), Marker(57, "<|message|>"), Marker(58, "
                 Marker(59, "<|eot|>"))
 # wrapped2 (ERNIE 4.5): the answer markers of its content
 ERNIE45_RESPONSE = (Marker(60, "<response>"), Marker(61, "</response>"))
+# branch dots: the dots call block's markers
+DOTS_CALLS = (Marker(62, "<dots_function_call>"), Marker(63, "</dots_function_call>"))
 
 QWEN3_TOOLS = (TOOL_CALL, END_TOOL_CALL)
 QWEN3_REASONING = (THINK, END_THINK, TOOL_CALL, *CHATML)
@@ -344,6 +346,9 @@ TOOL_RECORDS: tuple[ToolRecord, ...] = (
     # wrapped2 (tags 120-129): ERNIE 4.5's <tool_call> JSON, each call read whole (hermes'
     # machine)
     _own("ernie45", "hermes", "ERNIE45", 120, markers=QWEN3_TOOLS),
+    # branch dots (tags 230-234): <invoke>/JSON blocks in <dots_function_call>, held whole
+    # (poolside_v1's machine)
+    _own("dots", "poolside", "DOTS_FORMAT", 230, markers=DOTS_CALLS, reads=Reads.WITH_CALLS),
     # Hunyuan-A13B's <tool_calls>[…]</tool_calls> JSON list (json_wrapped's machine, as jamba)
     _own("hunyuan_a13b", "json_wrapped", "HUNYUAN_A13B_FORMAT", 121, markers=(JAMBA_CALLS,)),
 )

@@ -28,11 +28,17 @@ from __future__ import annotations
 import functools
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from derender.core.decoding.markers import pending_prefix
-from derender.core.parsers.primitives import leading_text, leads_content
+from derender.core.parsers.primitives import (
+    MAX_LEADING_SPACE,
+    leading_text,
+    leads_content,
+    split_space,
+)
 from derender.core.parsers.schema import tool_index
 from derender.core.parsers.tools import ToolCallDelta, ToolContext, ToolFormat, ToolState
 from derender.core.state.codec import Reader, Writer, utf8_size
@@ -133,12 +139,36 @@ def read_call(text: str, context: ToolContext) -> tuple[str, str] | None:
     return name, json.dumps(values, ensure_ascii=False)
 
 
-def _feed(state: PoolsideState, text: str, final: bool, context: ToolContext
+@dataclass(frozen=True, slots=True)
+class Held:
+    """What a held-call machine reads: the markers around a call (or a block of calls), how
+    one such text reads, and whether the whitespace ending the content before the first call
+    is dropped with the calls (vLLM strips that content)."""
+
+    name: str
+    start: str
+    end: str
+    read: Callable[[str, ToolContext], list[tuple[str, str]]]
+    """The text from ``start`` to its ``end`` (markers as spelled): the calls it holds, as
+    (name, JSON arguments); ``UnwritableError``: a value JSON cannot write."""
+    strip_before: bool = False
+
+    def feed(self, state: PoolsideState, text: str, final: bool, context: ToolContext
+             ) -> tuple[str, list[ToolCallDelta], PoolsideState]:
+        return _feed(self, state, text, final, context)
+
+    def decode(self, r: Reader) -> PoolsideState:
+        return _decode(r, self.name)
+
+
+def _feed(g: Held, state: PoolsideState, text: str, final: bool, context: ToolContext
           ) -> tuple[str, list[ToolCallDelta], PoolsideState]:
-    start, end = context.spelled(CALL), context.spelled(END_CALL)
+    start, end = context.spelled(g.start), context.spelled(g.end)
     mode, space, spoke, count, skip = state.mode, state.space, state.spoke, state.calls, \
         state.skip
     buf = state.held + text
+    if mode == OPEN and g.strip_before:  # the whitespace held comes before the held prefix
+        buf, space = space + buf, ""
     # where the next call may begin (PENDING holds the calls already skipped before it)
     at = _skipped(state.held, start, end) if mode == PENDING else 0
     out: list[str] = []
@@ -150,12 +180,24 @@ def _feed(state: PoolsideState, text: str, final: bool, context: ToolContext
             break
         if mode == OPEN:
             found = buf.find(start)
+            if found == -1 and g.strip_before:
+                hold = 0 if final else pending_prefix(buf, (start,))
+                piece, buf = buf[:len(buf) - hold], buf[len(buf) - hold:]
+                if not final:
+                    piece, space = split_space(piece, MAX_LEADING_SPACE)
+                out.append(piece)
+                spoke = spoke or bool(piece)
+                break
             if found == -1:
                 piece, buf, spoke = leading_text(buf, (start,), final, spoke, False)
                 out.append(piece)
                 break
             before = buf[:found]
-            if leads_content(before, spoke):
+            if g.strip_before:
+                body, space = split_space(before, MAX_LEADING_SPACE)
+                out.append(body)
+                spoke = spoke or bool(body)
+            elif leads_content(before, spoke):
                 out.append(before)
                 spoke = True
             else:
@@ -194,18 +236,19 @@ def _feed(state: PoolsideState, text: str, final: bool, context: ToolContext
                 buf, at = buf[stop:], 0
             continue
         try:
-            read = read_call(buf[opened:stop], context)
+            read = g.read(buf[opened:stop], context)
         except UnwritableError:
             if mode == PENDING:  # vLLM: the whole output is content
                 out.append(space + buf)
                 mode, buf, space, spoke = TEXT, "", "", True
                 continue
-            read = None  # after a returned call: dropped (README compatibility)
-        if read is None:
+            read = []  # after a returned call: dropped (README compatibility)
+        if not read:
             at = stop
             continue
-        calls.append(ToolCallDelta(count, *read))
-        count += 1
+        for name, arguments in read:
+            calls.append(ToolCallDelta(count, name, arguments))
+            count += 1
         mode, buf, at, space = CALLED, buf[stop:], 0, ""
     return "".join(out), calls, PoolsideState(mode, buf, space, spoke, count, skip)
 
@@ -229,12 +272,147 @@ def _encode(state: PoolsideState, w: Writer) -> None:
     w.uint(state.calls)
 
 
-def _decode(r: Reader) -> PoolsideState:
+def _decode(r: Reader, name: str) -> PoolsideState:
     mode, held, space, bits, calls = r.uint(), r.text(), r.text(), r.uint(), r.uint()
     if mode > TEXT or bits > 3:
-        raise ValueError("not a poolside_v1 state")
+        raise ValueError(f"not a {name} state")
     return PoolsideState(mode, held, space, bool(bits & 1), calls, bool(bits & 2))
 
 
+def _poolside_read(text: str, context: ToolContext) -> list[tuple[str, str]]:
+    read = read_call(text, context)
+    return [] if read is None else [read]
+
+
+POOLSIDE = Held("poolside_v1", CALL, END_CALL, _poolside_read)
 FORMAT: ToolFormat[PoolsideState] = ToolFormat("poolside_v1", PoolsideState, PoolsideState,
-                                               _feed, _encode, _decode)
+                                               POOLSIDE.feed, _encode, POOLSIDE.decode)
+
+# dots (branch dots): vLLM 0.33's DotsToolParser (vllm/tool_parsers/dots_tool_parser.py)
+
+DOTS_CALL, DOTS_END_CALL = "<dots_function_call>", "</dots_function_call>"
+_DOTS_INVOKE = re.compile(r"<invoke\s+name\s*=\s*(?P<name>[^>]+)>(?P<body>.*?)</invoke>",
+                          re.DOTALL)
+_DOTS_PARAMETER = re.compile(
+    r"<parameter\s+name\s*=\s*(?P<name>[^>]+)>(?P<value>.*?)</parameter>", re.DOTALL)
+_MAX_REF_DEPTH = 10
+
+
+def _unquoted(value: str) -> str:
+    """vLLM's ``_extract_name``: stripped, one pair of matching quotes removed."""
+    value = value.strip()
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in {'"', "'"}:
+        return value[1:-1]
+    return value
+
+
+def _schema_type(schema: Any, defs: dict[str, Any], depth: int = 0) -> Any:
+    """vLLM's ``_resolve_param_type``: ``type``, else through a ``#/$defs/`` ``$ref``, else the
+    first alternative of ``anyOf``/``oneOf``/``allOf`` (not ``{"type": "null"}``) that has one;
+    None when none does."""
+    if not isinstance(schema, dict) or depth > _MAX_REF_DEPTH:
+        return None
+    if "type" in schema:
+        return schema["type"]
+    ref = schema.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/$defs/"):
+        return _schema_type(defs.get(ref.rsplit("/", 1)[-1]), defs, depth + 1)
+    for keyword in ("anyOf", "oneOf", "allOf"):
+        alternatives = schema.get(keyword)
+        if not isinstance(alternatives, list):
+            continue
+        for alternative in alternatives:
+            if isinstance(alternative, dict) and alternative.get("type") == "null":
+                continue
+            resolved = _schema_type(alternative, defs, depth + 1)
+            if resolved is not None:
+                return resolved
+    return None
+
+
+def _typed(value: str, kind: Any) -> Any:
+    """vLLM's ``_convert_param_value`` (``value`` stripped)."""
+    if value.lower() == "null":
+        return None
+    if isinstance(kind, list):
+        kind = next((item for item in kind if item != "null"), "string")
+    kind = (kind if isinstance(kind, str) else str(kind)).lower()
+    if kind in {"string", "str", "text"}:
+        return value
+    if kind in {"integer", "int"}:
+        try:
+            return int(value)
+        except ValueError:
+            return value
+    if kind in {"number", "float"}:
+        try:
+            number = float(value)
+        except ValueError:
+            return value
+        return int(number) if number.is_integer() else number
+    if kind in {"boolean", "bool"}:
+        return value.lower() in {"true", "1"}
+    try:
+        return json.loads(value)
+    except (ValueError, RecursionError):
+        return value
+
+
+def _dots_schema(tools: Any, name: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The first tool so named: its parameters' ``properties`` and ``$defs``."""
+    index = tool_index(tools, name)
+    parameters = tools[index]["function"].get("parameters") if index >= 0 else None
+    if not isinstance(parameters, dict):
+        return {}, {}
+    properties, defs = parameters.get("properties", {}), parameters.get("$defs", {})
+    return (properties if isinstance(properties, dict) else {},
+            defs if isinstance(defs, dict) else {})
+
+
+def _dots_invoke(name: str, body: str, tools: Any) -> dict[str, Any]:
+    properties, defs = _dots_schema(tools, name)
+    arguments: dict[str, Any] = {}
+    for found in _DOTS_PARAMETER.finditer(body):
+        key = _unquoted(found.group("name"))
+        kind = (_schema_type(properties[key], defs) or "string") if key in properties \
+            else "string"
+        arguments[key] = _typed(found.group("value").strip(), kind)
+    return arguments
+
+
+def read_dots_block(text: str, context: ToolContext) -> list[tuple[str, str]]:
+    """One ``<dots_function_call>…</dots_function_call>`` as vLLM reads it: every
+    ``<invoke>`` whose name is a tool's, or one JSON object naming a tool with object
+    ``arguments`` (or ``parameters``; none or empty: ``{}``)."""
+    start, end = context.spelled(DOTS_CALL), context.spelled(DOTS_END_CALL)
+    inner = text[len(start):len(text) - len(end)]
+    for marker, spelled in (context.spell or {}).items():
+        if spelled != marker and spelled in inner:
+            inner = inner.replace(spelled, marker)
+    inner = inner.strip()
+    known = {tool["function"].get("name") for tool in context.tools or ()
+             if isinstance(tool, dict) and isinstance(tool.get("function"), dict)}
+    calls: list[tuple[str, str]] = []
+    if inner.startswith("<invoke"):
+        for found in _DOTS_INVOKE.finditer(inner):
+            name = _unquoted(found.group("name"))
+            if name in known:
+                arguments = _dots_invoke(name, found.group("body"), context.tools)
+                calls.append((name, json.dumps(arguments, ensure_ascii=False)))
+        return calls
+    try:
+        parsed = json.loads(inner)
+    except (ValueError, RecursionError):
+        return calls
+    if not isinstance(parsed, dict):
+        return calls
+    called = parsed.get("name")
+    arguments = parsed.get("arguments", parsed.get("parameters", {})) or {}
+    if isinstance(called, str) and called in known and isinstance(arguments, dict):
+        calls.append((called, json.dumps(arguments, ensure_ascii=False)))
+    return calls
+
+
+DOTS = Held("dots", DOTS_CALL, DOTS_END_CALL, read_dots_block, strip_before=True)
+DOTS_FORMAT: ToolFormat[PoolsideState] = ToolFormat("dots", PoolsideState, PoolsideState,
+                                                    DOTS.feed, _encode, DOTS.decode)
