@@ -133,6 +133,10 @@ TEMPLATES["kimi_k3"] = ("<|open|>response<|sep|>VALUE<|close|>response<|sep|><|o
                         + K3_CALL + "<|close|>tools<|sep|><|close|>message<|sep|>")
 """One complete call per tool format, as the model writes it."""
 # granite-inkling: Granite 3.x's JSON list (an object that is no call dropped between calls)
+# branch dots: <invoke> blocks in <dots_function_call>, each block held whole
+TEMPLATES["dots"] = ('Sure. <dots_function_call>\n<invoke name="NAME">\n<parameter name="a">'
+                     'VALUE</parameter>\n<parameter name="n">1</parameter>\n</invoke>\n'
+                     '</dots_function_call> VALUE')
 TEMPLATES["granite"] = ('Sure.\n<tool_call> [{"name": "NAME", "arguments": {"a": "VALUE", '
                         '"n": 1}}, {"x": "VALUE"}, {"arguments": {}, "name": "NAME"}]')
 
@@ -185,6 +189,8 @@ PARAMETERS["hy_v4"] = ("<tool_calls:opensource><tool_call:opensource>f",  # glm2
                        "</arg_value:opensource>",
                        "<arg_key:opensource>a</arg_key:opensource><arg_value:opensource>x")
 PARAMETERS["poolside_v1"] = ("<tool_call>f\n", *PARAMETERS["glm47"][1:])  # glm2
+PARAMETERS["dots"] = ('<dots_function_call><invoke name="f">',  # branch dots
+                      '<parameter name="a">x</parameter>', '<parameter name="a">x')
 PARAMETERS["kimi_k3"] = ('<|open|>tools<|sep|><|open|>call tool="f"<|sep|>',
                          '<|open|>argument key="a" type="string"<|sep|>x<|close|>argument<|sep|>',
                          '<|open|>argument key="a" type="object"<|sep|>x')
