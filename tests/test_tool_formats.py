@@ -71,7 +71,8 @@ def test_every_format_is_registered_with_its_own_tag_and_state() -> None:
             "hf", "beam",
             "muse",
             "ernie45", "hunyuan_a13b",
-            "plamo3", "granite"} == set(
+            "plamo3", "granite",
+            "dots"} == set(
                 {r.name for r in TOOL_RECORDS if r.tag is not None})
     own = [r.name for r in TOOL_RECORDS if r.machine is Machine.OWN]
     assert len({parsers.tool_format(name).state_type for name in own}) == len(own)

@@ -151,6 +151,8 @@ class Held:
     read: Callable[[str, ToolContext], list[tuple[str, str]]]
     """The text from ``start`` to its ``end`` (markers as spelled): the calls it holds, as
     (name, JSON arguments); ``UnwritableError``: a value JSON cannot write."""
+    state: type[PoolsideState] = PoolsideState
+    """The format's own state class (a format's states are told apart by class)."""
     strip_before: bool = False
 
     def feed(self, state: PoolsideState, text: str, final: bool, context: ToolContext
@@ -158,7 +160,7 @@ class Held:
         return _feed(self, state, text, final, context)
 
     def decode(self, r: Reader) -> PoolsideState:
-        return _decode(r, self.name)
+        return _decode(r, self)
 
 
 def _feed(g: Held, state: PoolsideState, text: str, final: bool, context: ToolContext
@@ -250,7 +252,7 @@ def _feed(g: Held, state: PoolsideState, text: str, final: bool, context: ToolCo
             calls.append(ToolCallDelta(count, name, arguments))
             count += 1
         mode, buf, at, space = CALLED, buf[stop:], 0, ""
-    return "".join(out), calls, PoolsideState(mode, buf, space, spoke, count, skip)
+    return "".join(out), calls, g.state(mode, buf, space, spoke, count, skip)
 
 
 def _skipped(held: str, start: str, end: str) -> int:
@@ -272,11 +274,11 @@ def _encode(state: PoolsideState, w: Writer) -> None:
     w.uint(state.calls)
 
 
-def _decode(r: Reader, name: str) -> PoolsideState:
+def _decode(r: Reader, g: Held) -> PoolsideState:
     mode, held, space, bits, calls = r.uint(), r.text(), r.text(), r.uint(), r.uint()
     if mode > TEXT or bits > 3:
-        raise ValueError(f"not a {name} state")
-    return PoolsideState(mode, held, space, bool(bits & 1), calls, bool(bits & 2))
+        raise ValueError(f"not a {g.name} state")
+    return g.state(mode, held, space, bool(bits & 1), calls, bool(bits & 2))
 
 
 def _poolside_read(text: str, context: ToolContext) -> list[tuple[str, str]]:
@@ -413,6 +415,12 @@ def read_dots_block(text: str, context: ToolContext) -> list[tuple[str, str]]:
     return calls
 
 
-DOTS = Held("dots", DOTS_CALL, DOTS_END_CALL, read_dots_block, strip_before=True)
-DOTS_FORMAT: ToolFormat[PoolsideState] = ToolFormat("dots", PoolsideState, PoolsideState,
-                                                    DOTS.feed, _encode, DOTS.decode)
+@dataclass(frozen=True, slots=True)
+class DotsState(PoolsideState):
+    """dots' state: poolside_v1's fields; ``space`` also holds the whitespace ending the
+    content said before the first block (dropped when a call reads)."""
+
+
+DOTS = Held("dots", DOTS_CALL, DOTS_END_CALL, read_dots_block, DotsState, strip_before=True)
+DOTS_FORMAT: ToolFormat[PoolsideState] = ToolFormat("dots", DotsState, DotsState, DOTS.feed,
+                                                    _encode, DOTS.decode)
