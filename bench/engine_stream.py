@@ -220,6 +220,11 @@ FORMATS = {
                      'plamo|><|plamo:constrain|>json<|plamo:msg|>{"city": "Lisbon", "notes": "',
                      '"}<|plamo:end_tool_arguments:plamo|><|plamo:end_tool_request:plamo|>'
                      "<|plamo:end_tool_requests:plamo|>", json_notes=True),
+    # dots (issue 19, branch dots): the content, then the block held whole until its end
+    "dots": Format("dots", "dots-standin", "dots-standin", "dots-standin", "dots", 50256,
+                   '<dots_function_call>\n<invoke name="get_weather">\n<parameter name="city">'
+                   'Lisbon</parameter>\n<parameter name="notes">',
+                   "</parameter>\n</invoke>\n</dots_function_call>", lead="content"),
 }
 # kimi_k3 (issue 20, branch kimi3): Kimi K3's XTML channels on its stand-in vocabulary
 FORMATS["kimi_k3"] = Format(

@@ -157,6 +157,10 @@ TEMPLATES["inkling"] = ('<|message_model|>NAME<|content_invoke_tool_json|>{"name
                         '"args": {"a": "VALUE", "n": "1"}}<|end_message|><|message_model|>'
                         "<|content_text|>VALUE<|end_message|>")
 # granite-inkling: Granite 3.x's JSON list (an object that is no call dropped between calls)
+# branch dots: <invoke> blocks in <dots_function_call>, each block held whole
+TEMPLATES["dots"] = ('Sure. <dots_function_call>\n<invoke name="NAME">\n<parameter name="a">'
+                     'VALUE</parameter>\n<parameter name="n">1</parameter>\n</invoke>\n'
+                     '</dots_function_call> VALUE')
 TEMPLATES["granite"] = ('Sure.\n<tool_call> [{"name": "NAME", "arguments": {"a": "VALUE", '
                         '"n": 1}}, {"x": "VALUE"}, {"arguments": {}, "name": "NAME"}]')
 # branch minicpm5: MiniCPM5's XML calls, each held whole (a refused one, then text dropped);
@@ -217,6 +221,8 @@ PARAMETERS["poolside_v1"] = ("<tool_call>f\n", *PARAMETERS["glm47"][1:])  # glm2
 PARAMETERS["k2_horizon"] = ("<ifm|tool_calls><ifm|tool_call>f",  # branch k2h
                             "<ifm|arg_key>a</ifm|arg_key><ifm|arg_value>x</ifm|arg_value>",
                             "<ifm|arg_key>a</ifm|arg_key><ifm|arg_value>x")
+PARAMETERS["dots"] = ('<dots_function_call><invoke name="f">',  # branch dots
+                      '<parameter name="a">x</parameter>', '<parameter name="a">x')
 PARAMETERS["kimi_k3"] = ('<|open|>tools<|sep|><|open|>call tool="f"<|sep|>',
                          '<|open|>argument key="a" type="string"<|sep|>x<|close|>argument<|sep|>',
                          '<|open|>argument key="a" type="object"<|sep|>x')

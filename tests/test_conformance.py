@@ -797,6 +797,18 @@ STREAM_AS_MESSAGE.update({_case_name(n): _case_name(n - 1) for n in (
 # cohere branch: cohere_command3/4 (docs/vllm-compat/cohere.md): vLLM's stream skips a call
 # melody read without a name (its message returns it, named "")
 STREAM_AS_MESSAGE.update({_case_name(n): _case_name(n - 1) for n in (9637, 9657, 9727, 9747)})
+# dots (branch dots, docs/vllm-compat/dots.md): vLLM streams the text between and after the
+# blocks (10007, 10029, 10031, 10055), the whitespace ending the content before them (10027,
+# 10033, 10035, 10063, 10079, 10081), an unreadable block's inner text as content where its
+# message is the whole output (10021, 10023, 10037, 10047, 10049), a failed JSON block before
+# a call (10025), drops an unclosed block (10053, 10057, 10059), an empty one (10045) and a
+# lone </dots_function_call> (10061); ours fold to the twin's message.
+STREAM_AS_MESSAGE.update({_case_name(n): _case_name(n - 1) for n in (
+    10007, 10021, 10023, 10025, 10027, 10029, 10031, 10033, 10035, 10037, 10045, 10047, 10049,
+    10053, 10055, 10057, 10059, 10061, 10063, 10079, 10081)})
+# ... and the message where we differ on purpose (README compatibility, dots): whitespace
+# starting the content before the calls stays (a stream cannot know a call will follow)
+MESSAGE_DIFFERENCES[_case_name(10034)] = ("  Sure.", [_PARIS_C], "tool_calls")
 
 # Under VLLM_ENFORCE_STRICT_TOOL_CALLING=1 vLLM leaves JSON-schema output of tool_choice
 # "required" in content; we parse it, as its non-strict recordings do.
@@ -1196,6 +1208,8 @@ ISSUE_19_20: dict[tuple[int, int], tuple[int, str]] = {
     (9800, 9999): (80, "kimi_k3 tools after qwen3 reasoning 9800-9825, plamo3 tools after "
                        "olmo3 9826-9851 (not matched yet), muse reasoning with hermes "
                        "9852-9865, qwen3 reasoning with muse tools 9866-9879 (recorded ahead)"),
+    # branch dots
+    (10000, 10199): (82, "dots 10000-10081"),
 }
 """The recordings of issues 19 and 20 by number range: how many cases, of which names."""
 

@@ -76,6 +76,7 @@ def test_the_marker_table_is_the_one_states_were_issued_with() -> None:
     assert MARKUP[93:101] == ("<|START_THINKING|>", "<|END_THINKING|>", "<|START_RESPONSE|>",
                               "<|END_RESPONSE|>", "<|START_ACTION|>", "<|END_ACTION|>",
                               "<|START_TEXT|>", "<|END_TEXT|>")  # Cohere Command 3 and 4
+    assert MARKUP[101:] == ("<dots_function_call>", "</dots_function_call>")  # dots
 
 
 

@@ -19,6 +19,7 @@ from derender_testing.tokenizer_variants import (
     copy_tokenizer,
     derive_apertus_standin,
     derive_cohere_standin,
+    derive_dots_standin,
     derive_ernie45_standin,
     derive_functiongemma_standin,
     derive_gemma4_standin,
@@ -77,7 +78,9 @@ MODEL_NAMES = ("qwen3", "mistral-7b", "deepseek-v4", "gpt2", "llama3.1", "llama3
                # inkling branch (issue 20)
                "inkling-standin",
                # cohere branch
-               "cohere-standin")
+               "cohere-standin",
+               # branch dots
+               "dots-standin")
 DERIVED = {"llama3.1-tools": ("llama3.1", derive_llama31_tools),
            "mistral-tools": ("mistral-7b", derive_mistral_tools),
            "mistral-tools-v3": ("mistral-7b", derive_mistral_tools_v3),
@@ -125,7 +128,9 @@ DERIVED = {"llama3.1-tools": ("llama3.1", derive_llama31_tools),
            # inkling branch (issue 20)
            "inkling-standin": ("gpt-oss", derive_inkling_standin),
            # cohere branch
-           "cohere-standin": ("gpt2", derive_cohere_standin)}
+           "cohere-standin": ("gpt2", derive_cohere_standin),
+           # branch dots
+           "dots-standin": ("gpt2", derive_dots_standin)}
 """Test models whose tokenizer files are derived from another's (``tokenizer_variants``)."""
 
 

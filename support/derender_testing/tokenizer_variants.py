@@ -346,6 +346,19 @@ def derive_poolside_standin(source: Path, target: Path) -> bool:
     as added tokens, the class ``PreTrainedTokenizerFast``. Deterministic; git-ignored."""
     return _derive_gpt2_markers(source, target, POOLSIDE_MARKERS)
 
+
+DOTS_MARKERS = ("<dots_function_call>", "</dots_function_call>")
+"""``dots-standin`` (branch dots): the call block's markers as vLLM's ``dots`` parser names them
+(no public source of the dots models' vocabulary was found offline, so whether they are single
+tokens, and their ids, are unverified), appended to GPT-2's vocabulary as added tokens
+50257-50258, not special; ``<invoke``/``<parameter`` stay text."""
+
+
+def derive_dots_standin(source: Path, target: Path) -> bool:
+    """``target``'s tokenizer files from ``source``'s (GPT-2's): ``DOTS_MARKERS`` appended as
+    added tokens, the class ``PreTrainedTokenizerFast``. Deterministic; git-ignored."""
+    return _derive_gpt2_markers(source, target, DOTS_MARKERS)
+
 OLMO3_VOCAB_SIZE = 100_278
 OLMO3_SPECIAL = {100257: "<|endoftext|>", 100258: "<|fim_prefix|>", 100259: "<|fim_middle|>",
                  100260: "<|fim_suffix|>", 100264: "<|im_start|>", 100265: "<|im_end|>",

@@ -265,6 +265,8 @@ COHERE_CMD3 = (Marker(93, "<|START_THINKING|>"), Marker(94, "<|END_THINKING|>"),
                Marker(95, "<|START_RESPONSE|>"), Marker(96, "<|END_RESPONSE|>"),
                Marker(97, "<|START_ACTION|>"), Marker(98, "<|END_ACTION|>"))
 COHERE_CMD4 = (*COHERE_CMD3, Marker(99, "<|START_TEXT|>"), Marker(100, "<|END_TEXT|>"))
+# dots: its call block's markers (issue 19)
+DOTS_CALLS = (Marker(101, "<dots_function_call>"), Marker(102, "</dots_function_call>"))
 
 QWEN3_TOOLS = (TOOL_CALL, END_TOOL_CALL)
 QWEN3_REASONING = (THINK, END_THINK, TOOL_CALL, *CHATML)
@@ -383,6 +385,9 @@ TOOL_RECORDS: tuple[ToolRecord, ...] = (
     # wrapped2 (tags 120-129): ERNIE 4.5's <tool_call> JSON, each call read whole (hermes'
     # machine)
     _own("ernie45", "hermes", "ERNIE45", 120, markers=QWEN3_TOOLS),
+    # branch dots (tags 230-234): <invoke>/JSON blocks in <dots_function_call>, held whole
+    # (poolside_v1's machine)
+    _own("dots", "poolside", "DOTS_FORMAT", 230, markers=DOTS_CALLS, reads=Reads.WITH_CALLS),
     # Hunyuan-A13B's <tool_calls>[…]</tool_calls> JSON list (json_wrapped's machine, as jamba)
     _own("hunyuan_a13b", "json_wrapped", "HUNYUAN_A13B_FORMAT", 121, markers=(JAMBA_CALLS,)),
     # qwen3x (issue 19, tags 195-199): Step 3's block held whole (Hy4's machine, formats/step3.py)

@@ -37,7 +37,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from derender.core.decoding.markers import pending_prefix
-from derender.core.parsers.primitives import leading_text, leads_content
+from derender.core.parsers.primitives import (
+    MAX_LEADING_SPACE,
+    leading_text,
+    leads_content,
+    split_space,
+)
 from derender.core.parsers.schema import tool_index
 from derender.core.parsers.tools import Feed, ToolCallDelta, ToolContext, ToolFormat, ToolState
 from derender.core.state.codec import Reader, Writer, utf8_size
@@ -145,9 +150,9 @@ class HeldCalls:
 
     call: str
     end_call: str
-    read: Callable[[str, ToolContext], tuple[str, str] | None]
+    read: Callable[[str, ToolContext], tuple[str, str] | None] | None
     """One whole call's text → (name, JSON arguments), or None (not a call);
-    ``UnwritableError``: the whole output is content."""
+    ``UnwritableError``: the whole output is content. None: ``read_block`` reads."""
     normalize: Callable[[str, str], str] | None = None
     """Rewrites the output before it is read: ``(held, text)`` → the two joined, ``held``
     already rewritten (a rewrite may begin in its last characters)."""
@@ -156,6 +161,19 @@ class HeldCalls:
     forced: Feed[PoolsideState] | None = None
     """Reads the output instead under a forced ``tool_choice`` ("required" or named: vLLM's
     JSON path); None: the calls are read as under "auto"."""
+    read_block: Callable[[str, ToolContext], list[tuple[str, str]]] | None = None
+    """Instead of ``read``: the text from ``call`` to its ``end_call`` holds a block of calls
+    (``dots``), read as their list (empty: no call)."""
+    strip_before: bool = False
+    """The whitespace ending the content before the first call is held and dropped with the
+    calls (vLLM strips that content: ``dots``)."""
+
+    def calls(self, text: str, context: ToolContext) -> list[tuple[str, str]]:
+        if self.read_block is not None:
+            return self.read_block(text, context)
+        assert self.read is not None
+        one = self.read(text, context)
+        return [] if one is None else [one]
 
 
 def held_feed(spec: HeldCalls, state: PoolsideState, text: str, final: bool,
@@ -167,6 +185,8 @@ def held_feed(spec: HeldCalls, state: PoolsideState, text: str, final: bool,
     mode, space, spoke, count, skip = state.mode, state.space, state.spoke, state.calls, \
         state.skip
     buf = state.held + text if spec.normalize is None else spec.normalize(state.held, text)
+    if mode == OPEN and spec.strip_before:  # the whitespace held comes before the held prefix
+        buf, space = space + buf, ""
     # where the next call may begin (PENDING holds the calls already skipped before it)
     at = _skipped(state.held, start, end) if mode == PENDING else 0
     out: list[str] = []
@@ -179,12 +199,24 @@ def held_feed(spec: HeldCalls, state: PoolsideState, text: str, final: bool,
             break
         if mode == OPEN:
             found = buf.find(start)
+            if found == -1 and spec.strip_before:
+                hold = 0 if final else pending_prefix(buf, (start, *spec.hold))
+                piece, buf = buf[:len(buf) - hold], buf[len(buf) - hold:]
+                if not final:
+                    piece, space = split_space(piece, MAX_LEADING_SPACE)
+                out.append(piece)
+                spoke = spoke or bool(piece)
+                break
             if found == -1:
                 piece, buf, spoke = leading_text(buf, (start, *spec.hold), final, spoke, False)
                 out.append(piece)
                 break
             before = buf[:found]
-            if leads_content(before, spoke):
+            if spec.strip_before:
+                body, space = split_space(before, MAX_LEADING_SPACE)
+                out.append(body)
+                spoke = spoke or bool(body)
+            elif leads_content(before, spoke):
                 out.append(before)
                 spoke = True
             else:
@@ -223,18 +255,19 @@ def held_feed(spec: HeldCalls, state: PoolsideState, text: str, final: bool,
                 buf, at = buf[stop:], 0
             continue
         try:
-            read = spec.read(buf[opened:stop], context)
+            read = spec.calls(buf[opened:stop], context)
         except UnwritableError:
             if mode == PENDING:  # vLLM: the whole output is content
                 out.append(space + buf)
                 mode, buf, space, spoke = TEXT, "", "", True
                 continue
-            read = None  # after a returned call: dropped (README compatibility)
-        if read is None:
+            read = []  # after a returned call: dropped (README compatibility)
+        if not read:
             at = stop
             continue
-        calls.append(ToolCallDelta(count, *read))
-        count += 1
+        for name, arguments in read:
+            calls.append(ToolCallDelta(count, name, arguments))
+            count += 1
         mode, buf, at, space = CALLED, buf[stop:], 0, ""
     return "".join(out), calls, type(state)(mode, buf, space, spoke, count, skip)
 
@@ -275,3 +308,137 @@ def held_format(name: str, spec: HeldCalls, state: type[PoolsideState]
 
 POOLSIDE = HeldCalls(CALL, END_CALL, read_call)
 FORMAT: ToolFormat[PoolsideState] = held_format("poolside_v1", POOLSIDE, PoolsideState)
+
+# dots: vLLM 0.33's DotsToolParser (vllm/tool_parsers/dots_tool_parser.py)
+
+DOTS_CALL, DOTS_END_CALL = "<dots_function_call>", "</dots_function_call>"
+_DOTS_INVOKE = re.compile(r"<invoke\s+name\s*=\s*(?P<name>[^>]+)>(?P<body>.*?)</invoke>",
+                          re.DOTALL)
+_DOTS_PARAMETER = re.compile(
+    r"<parameter\s+name\s*=\s*(?P<name>[^>]+)>(?P<value>.*?)</parameter>", re.DOTALL)
+_MAX_REF_DEPTH = 10
+
+
+def _unquoted(value: str) -> str:
+    """vLLM's ``_extract_name``: stripped, one pair of matching quotes removed."""
+    value = value.strip()
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in {'"', "'"}:
+        return value[1:-1]
+    return value
+
+
+def _schema_type(schema: Any, defs: dict[str, Any], depth: int = 0) -> Any:
+    """vLLM's ``_resolve_param_type``: ``type``, else through a ``#/$defs/`` ``$ref``, else the
+    first alternative of ``anyOf``/``oneOf``/``allOf`` (not ``{"type": "null"}``) that has one;
+    None when none does."""
+    if not isinstance(schema, dict) or depth > _MAX_REF_DEPTH:
+        return None
+    if "type" in schema:
+        return schema["type"]
+    ref = schema.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/$defs/"):
+        return _schema_type(defs.get(ref.rsplit("/", 1)[-1]), defs, depth + 1)
+    for keyword in ("anyOf", "oneOf", "allOf"):
+        alternatives = schema.get(keyword)
+        if not isinstance(alternatives, list):
+            continue
+        for alternative in alternatives:
+            if isinstance(alternative, dict) and alternative.get("type") == "null":
+                continue
+            resolved = _schema_type(alternative, defs, depth + 1)
+            if resolved is not None:
+                return resolved
+    return None
+
+
+def _typed(value: str, kind: Any) -> Any:
+    """vLLM's ``_convert_param_value`` (``value`` stripped)."""
+    if value.lower() == "null":
+        return None
+    if isinstance(kind, list):
+        kind = next((item for item in kind if item != "null"), "string")
+    kind = (kind if isinstance(kind, str) else str(kind)).lower()
+    if kind in {"string", "str", "text"}:
+        return value
+    if kind in {"integer", "int"}:
+        try:
+            return int(value)
+        except ValueError:
+            return value
+    if kind in {"number", "float"}:
+        try:
+            number = float(value)
+        except ValueError:
+            return value
+        return int(number) if number.is_integer() else number
+    if kind in {"boolean", "bool"}:
+        return value.lower() in {"true", "1"}
+    try:
+        return json.loads(value)
+    except (ValueError, RecursionError):
+        return value
+
+
+def _dots_schema(tools: Any, name: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The first tool so named: its parameters' ``properties`` and ``$defs``."""
+    index = tool_index(tools, name)
+    parameters = tools[index]["function"].get("parameters") if index >= 0 else None
+    if not isinstance(parameters, dict):
+        return {}, {}
+    properties, defs = parameters.get("properties", {}), parameters.get("$defs", {})
+    return (properties if isinstance(properties, dict) else {},
+            defs if isinstance(defs, dict) else {})
+
+
+def _dots_invoke(name: str, body: str, tools: Any) -> dict[str, Any]:
+    properties, defs = _dots_schema(tools, name)
+    arguments: dict[str, Any] = {}
+    for found in _DOTS_PARAMETER.finditer(body):
+        key = _unquoted(found.group("name"))
+        kind = (_schema_type(properties[key], defs) or "string") if key in properties \
+            else "string"
+        arguments[key] = _typed(found.group("value").strip(), kind)
+    return arguments
+
+
+def read_dots_block(text: str, context: ToolContext) -> list[tuple[str, str]]:
+    """One ``<dots_function_call>…</dots_function_call>`` as vLLM reads it: every
+    ``<invoke>`` whose name is a tool's, or one JSON object naming a tool with object
+    ``arguments`` (or ``parameters``; none or empty: ``{}``)."""
+    start, end = context.spelled(DOTS_CALL), context.spelled(DOTS_END_CALL)
+    inner = text[len(start):len(text) - len(end)]
+    for marker, spelled in (context.spell or {}).items():
+        if spelled != marker and spelled in inner:
+            inner = inner.replace(spelled, marker)
+    inner = inner.strip()
+    known = {tool["function"].get("name") for tool in context.tools or ()
+             if isinstance(tool, dict) and isinstance(tool.get("function"), dict)}
+    calls: list[tuple[str, str]] = []
+    if inner.startswith("<invoke"):
+        for found in _DOTS_INVOKE.finditer(inner):
+            name = _unquoted(found.group("name"))
+            if name in known:
+                arguments = _dots_invoke(name, found.group("body"), context.tools)
+                calls.append((name, json.dumps(arguments, ensure_ascii=False)))
+        return calls
+    try:
+        parsed = json.loads(inner)
+    except (ValueError, RecursionError):
+        return calls
+    if not isinstance(parsed, dict):
+        return calls
+    called = parsed.get("name")
+    arguments = parsed.get("arguments", parsed.get("parameters", {})) or {}
+    if isinstance(called, str) and called in known and isinstance(arguments, dict):
+        calls.append((called, json.dumps(arguments, ensure_ascii=False)))
+    return calls
+
+
+@dataclass(frozen=True, slots=True)
+class DotsState(PoolsideState):
+    """dots' state: poolside_v1's fields; ``space`` also holds the whitespace ending the
+    content said before the first block (dropped when a call reads)."""
+
+
+DOTS = HeldCalls(DOTS_CALL, DOTS_END_CALL, None, read_block=read_dots_block, strip_before=True)
+DOTS_FORMAT: ToolFormat[PoolsideState] = held_format("dots", DOTS, DotsState)
