@@ -138,7 +138,7 @@ def test_states_round_trip() -> None:
 
 def test_a_spoke_bit_past_one_is_refused() -> None:
     with pytest.raises(ValueError, match="malformed reasoning"):
-        reasoning.decode(False, Reader(bytes([0, 0x80, 0x01])))  # no flag above the escapes
+        reasoning.decode(False, Reader(bytes([0, 0x80, 0x02])))  # no flag above the mode (bit 7)
     state = reasoning.decode(False, Reader(bytes([0, 1 << 5])))  # the spoke bit
     assert state.spoke and not state.swap
 

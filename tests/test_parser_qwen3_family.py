@@ -336,7 +336,7 @@ def test_garbage_states_are_refused() -> None:
             except (ValueError, IndexError, UnicodeDecodeError):
                 continue
     with pytest.raises(ValueError, match="malformed reasoning"):
-        reasoning.decode(False, Reader(bytes([0, 0x80, 0x01])))  # no such flag (bit 7)
+        reasoning.decode(False, Reader(bytes([0, 0x80, 0x02])))  # no such flag (bit 8)
     with pytest.raises(ValueError, match="malformed reasoning"):
         reasoning.decode(False, Reader(bytes([0, (reasoning.HIDDEN + 1) << 1])))  # no such stage
     with pytest.raises(ValueError, match="malformed MimoState"):

@@ -220,3 +220,17 @@ def changes(value: Any, schema: Any) -> bool:
         items = schema.get("items")
         return isinstance(items, dict) and any(changes(item, items) for item in value)
     return fix_value(value, schema) is not value
+
+
+def fix_arg_types(args: str, properties: Any) -> str:
+    """vLLM's ``_fix_arg_types`` (the parser engine's formats: PLaMo 3, Inkling): JSON
+    arguments re-serialised only when the tool's schema changes a value, else as written."""
+    if not properties:
+        return args
+    try:
+        parsed = json.loads(args)
+    except ValueError:
+        return args
+    if not isinstance(parsed, dict) or not changes(parsed, {"properties": properties}):
+        return args
+    return json.dumps(fix_object(parsed, properties), ensure_ascii=False)

@@ -49,7 +49,7 @@ from derender.core.parsers.engine import (
     _Run,
     make_format,
 )
-from derender.core.parsers.schema import changes, fix_object, tool_properties
+from derender.core.parsers.schema import fix_arg_types, tool_properties
 
 MESSAGE_MODEL = "<|message_model|>"
 CONTENT_TEXT = "<|content_text|>"
@@ -211,19 +211,6 @@ def read_call(raw: str) -> tuple[str, str] | None:
     return name, raw[start:end]
 
 
-def typed(args: str, properties: Any) -> str:
-    """vLLM's ``_fix_arg_types``: re-serialised only when the schema changes a value."""
-    if not properties:
-        return args
-    try:
-        parsed = json.loads(args)
-    except ValueError:
-        return args
-    if not isinstance(parsed, dict) or not changes(parsed, {"properties": properties}):
-        return args
-    return json.dumps(fix_object(parsed, properties), ensure_ascii=False)
-
-
 MAX_DEPTH = 255
 """Nesting of a long call's arguments followed (deeper: the rest is not streamed)."""
 
@@ -310,7 +297,7 @@ class InklingArgs:
                 run.acc = name
                 run.open_call()
                 tools = run.context.tools
-                run.emit(typed(args, tool_properties(tools, name) if tools else {}))
+                run.emit(fix_arg_types(args, tool_properties(tools, name) if tools else {}))
         run.acc, run.sub = "", self.RAW
 
 

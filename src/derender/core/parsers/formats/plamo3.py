@@ -49,7 +49,7 @@ from derender.core.parsers.engine import (
     make_format,
 )
 from derender.core.parsers.primitives import split_space
-from derender.core.parsers.schema import changes, fix_object
+from derender.core.parsers.schema import fix_arg_types
 
 LEAD = "<|plamo:"
 PIECES = ("<|plamo:begin_", "<|plamo:end_")
@@ -111,16 +111,7 @@ def message_arguments(raw: str, properties: Any) -> str:
             pass
         else:
             raw = raw[:at]
-    args = raw.strip() or "{}"
-    if not properties:
-        return args
-    try:
-        parsed = json.loads(args)
-    except ValueError:
-        return args
-    if not isinstance(parsed, dict) or not changes(parsed, {"properties": properties}):
-        return args
-    return json.dumps(fix_object(parsed, properties), ensure_ascii=False)
+    return fix_arg_types(raw.strip() or "{}", properties)
 
 
 class RawJsonArgs:
