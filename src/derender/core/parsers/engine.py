@@ -269,7 +269,7 @@ class EngineConfig:
     in the content is dropped when a returned call follows it with only whitespace between
     (vLLM's engine drops it in CONTENT, its message keeps the text when no call is returned);
     held until that is known, kept when other text follows."""
-    # inkling branch (issue 20)
+    # Inkling (issue 20)
     keep_after_calls: bool = False
     """Text after a returned call stays content (Inkling's ``_single_pass_parse``)."""
     start_phase: Phase | None = None

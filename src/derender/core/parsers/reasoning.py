@@ -244,10 +244,10 @@ FORMATS = {
                                response_alternatives=(("Here's my thought process:",),
                                                       ("Here's my response:",)),
                                answer_is_reasoning=True),
-    # Step 3 (branch qwen2): everything before the first </think> is reasoning, a <think>
+    # Step 3: everything before the first </think> is reasoning, a <think>
     # included [6900-6929]
     "step3": ReasoningFormat("step3", reads_start=False),
-    # MiniCPM-V (branch qwen2): Qwen3's grammar, the prompt not read, <|im_end|> and the
+    # MiniCPM-V: Qwen3's grammar, the prompt not read, <|im_end|> and the
     # reserved markers dropped; thinking off: a <think> block in the content is dropped;
     # \\n escapes recovered [6800-6849]
     "minicpmv": ReasoningFormat("minicpmv", ends_implicitly=(TOOL_CALL,),
@@ -257,7 +257,7 @@ FORMATS = {
     "mistral": ReasoningFormat("mistral", ends_implicitly=("[TOOL_CALLS]",), drops_late_end=True,
                                start="[THINK]", end="[/THINK]", starts_in_content=True,
                                reopens=True, strips_trailing_space=True),
-    # branch k2h: K2 Horizon, always in reasoning up to the effort's end marker or
+    # K2 Horizon, always in reasoning up to the effort's end marker or
     # <ifm|tool_calls> (kept for the tool parser), a leading start marker removed; an output
     # whose reasoning never ends is content (held, as hunyuan_a13b's) [9000-9101]
     "k2_horizon": ReasoningFormat(
@@ -696,7 +696,7 @@ def _strip_end(pieces: list[str]) -> None:
 _ANSWERING, _SPOKE, _ESCAPES, _MODE = 1 << 4, 1 << 5, 1 << 6, 1 << 7
 """Above the swap bit and the three stage bits (states issued before these had stages 0-2 and
 none of them): a ``response`` format's answer follows; ``spoke``; the state holds
-``escapes``; a ``modes`` format's mode other than 0 follows (branch k2h)."""
+``escapes``; a ``modes`` format's mode other than 0 follows."""
 MAX_MODE = 7
 """The largest mode a state may hold (a format's modes are fewer)."""
 NO_ESCAPES = ("", "", "", "")

@@ -235,7 +235,7 @@ HY4_CALLS = (Marker(45, "<tool_calls:opensource>"), Marker(46, "</tool_calls:ope
              Marker(51, "<arg_value:opensource>"), Marker(52, "</arg_value:opensource>"))
 # kimi3 (issue 20): Kimi K3's XTML tag tokens
 KIMI_K3_XTML = (Marker(53, "<|open|>"), Marker(54, "<|close|>"), Marker(55, "<|sep|>"))
-# muse branch: Muse Spark's channel framing
+# Muse Spark's channel framing
 MUSE_FRAMING = (Marker(56, "<|start|>"), Marker(57, "<|message|>"), Marker(58, "<|eom|>"),
                 Marker(59, "<|eot|>"))
 # wrapped2 (ERNIE 4.5): the answer markers of its content
@@ -244,7 +244,7 @@ ERNIE45_RESPONSE = (Marker(60, "<response>"), Marker(61, "</response>"))
 STEP3_CALLS = (Marker(62, "<｜tool_calls_begin｜>"), Marker(63, "<｜tool_calls_end｜>"),
                Marker(64, "<｜tool_call_begin｜>"), Marker(65, "<｜tool_call_end｜>"),
                Marker(66, "<｜tool_sep｜>"))
-# branch json3 (Apertus): its tool block's markers
+# Apertus' tool block markers
 APERTUS_TOOLS = (Marker(67, "<|tools_prefix|>"), Marker(68, "<|tools_suffix|>"))
 # K2 Horizon's IFM markers (issue 19)
 K2H_THINK = (Marker(69, "<ifm|think>"), Marker(70, "</ifm|think>"),
@@ -260,7 +260,7 @@ INKLING_MARKERS = (Marker(85, "<|message_model|>"), Marker(86, "<|content_text|>
                    Marker(87, "<|content_thinking|>"), Marker(88, "<|content_invoke_tool_json|>"),
                    Marker(89, "<|content_invoke_tool_text|>"), Marker(90, "<|content_tool_error|>"),
                    Marker(91, "<|content_model_end_sampling|>"), Marker(92, "<|end_message|>"))
-# cohere branch (issue 20): Cohere Command A / Command 4's section markers
+# Cohere Command A / Command 4's section markers (issue 20)
 COHERE_CMD3 = (Marker(93, "<|START_THINKING|>"), Marker(94, "<|END_THINKING|>"),
                Marker(95, "<|START_RESPONSE|>"), Marker(96, "<|END_RESPONSE|>"),
                Marker(97, "<|START_ACTION|>"), Marker(98, "<|END_ACTION|>"))
@@ -354,13 +354,13 @@ TOOL_RECORDS: tuple[ToolRecord, ...] = (
     # engine record's (the engine's pairing rules)
     _engine("kimi_k3", "kimi_k3", "FORMAT", 160, "kimi_k3", markers=KIMI_K3_XTML,
             reads=_EVERY),
-    # muse branch: Muse Spark's channels and ATEM calls (tag 170), read with its reasoning
+    # Muse Spark's channels and ATEM calls (tag 170), read with its reasoning
     _own("muse", "muse", "FORMAT", 170, aliases=("musespark1x",), markers=MUSE_FRAMING,
          reads=_EVERY, family="muse", needs_reasoning=True),
-    # branch qwen2 (issue 19): PLaMo 3 (tags 150-159)
+    # PLaMo 3 (issue 19, tags 150-159)
     _engine("plamo3", "plamo3", "PLAMO3", 150, "plamo3", reads=_EVERY),
-    # cohere branch (issue 20): Cohere Command A / 4 read as vLLM's melody filters do (tags
-    # 220-224); the tool parser alone reads the reasoning too
+    # Cohere Command A / 4 read as vLLM's melody filters do (issue 20, tags 220-224); the
+    # tool parser alone reads the reasoning too
     _own("cohere_command3", "cohere", "CMD3_FORMAT", 220, markers=COHERE_CMD3, reads=_EVERY,
          family="cohere_command3"),
     _own("cohere_command4", "cohere", "CMD4_FORMAT", 221, markers=COHERE_CMD4, reads=_EVERY,
@@ -371,11 +371,11 @@ TOOL_RECORDS: tuple[ToolRecord, ...] = (
     # glm2: poolside Laguna (GLM-4's calls read by vLLM's regular expressions; calls held whole)
     _own("poolside_v1", "poolside", "FORMAT", 141, markers=(*QWEN3_TOOLS, *GLM_ARGS),
          reads=Reads.WITH_CALLS),
-    # branch pythonic2 (state tags 130-139): LFM2's pythonic list between special tokens
+    # LFM2's pythonic list between special tokens (state tags 130-139)
     _own("lfm2", "lfm2", "FORMAT", 130),
     # FunctionGemma's call:NAME{key:<escape>value<escape>} between special tokens
     _own("functiongemma", "functiongemma", "FORMAT", 131),
-    # template branch: grammars read from the checkpoint's response_template (tags 180-189)
+    # Grammars read from the checkpoint's response_template (tags 180-189)
     ToolRecord("hf", 180, Machine.TEMPLATE, Ref(_F + "response_template", "FORMAT"),
                family="hf", without_tools=_DROPPED),
     # Beam's: hf's machine (vLLM's BeamParser adds only a grammar for generation), its own
@@ -385,24 +385,24 @@ TOOL_RECORDS: tuple[ToolRecord, ...] = (
     # wrapped2 (tags 120-129): ERNIE 4.5's <tool_call> JSON, each call read whole (hermes'
     # machine)
     _own("ernie45", "hermes", "ERNIE45", 120, markers=QWEN3_TOOLS),
-    # branch dots (tags 230-234): <invoke>/JSON blocks in <dots_function_call>, held whole
+    # <invoke>/JSON blocks in <dots_function_call>, held whole (tags 230-234)
     # (poolside_v1's machine)
     _own("dots", "poolside", "DOTS_FORMAT", 230, markers=DOTS_CALLS, reads=Reads.WITH_CALLS),
     # Hunyuan-A13B's <tool_calls>[…]</tool_calls> JSON list (json_wrapped's machine, as jamba)
     _own("hunyuan_a13b", "json_wrapped", "HUNYUAN_A13B_FORMAT", 121, markers=(JAMBA_CALLS,)),
     # qwen3x (issue 19, tags 195-199): Step 3's block held whole (Hy4's machine, formats/step3.py)
     _own("step3", "step3", "FORMAT", 195, markers=STEP3_CALLS),
-    # branch json3 (tags 190-194): Apertus' one-key call objects between <|tools_prefix|> and
-    # <|tools_suffix|> (json_wrapped's machine, Wrapper.keyed)
+    # Apertus' one-key call objects between <|tools_prefix|> and <|tools_suffix|>
+    # (json_wrapped's machine, Wrapper.keyed; tags 190-194)
     _own("apertus", "json_wrapped", "APERTUS_FORMAT", 190, markers=APERTUS_TOOLS),
-    # branch minicpm5 (tags 200-204): MiniCPM5's <function name="…"> XML calls, each held
-    # whole (poolside_v1's machine; its tags are text of several ids)
+    # MiniCPM5's <function name="…"> XML calls, each held whole (poolside_v1's machine;
+    # its tags are text of several ids; tags 200-204)
     _own("minicpm5", "minicpm5", "FORMAT", 200),
-    # branch k2h (issue 19, tags 205-209): MBZUAI K2 Horizon's IFM group, held whole as Hy4's
-    # (hy.HeldBlock), in the request's tool_call_format
+    # MBZUAI K2 Horizon's IFM group, held whole as Hy4's (hy.HeldBlock), in the request's
+    # tool_call_format (issue 19, tags 205-209)
     _own("k2_horizon", "k2_horizon", "FORMAT", 205, markers=K2H_CALLS, reads=Reads.WITH_CALLS,
          mode=Ref(_F + "k2_horizon", "call_form")),
-    # inkling branch (issue 20): Inkling's typed blocks (tags 215-219)
+    # Inkling's typed blocks (issue 20, tags 215-219)
     _engine("inkling", "inkling", "INKLING", 215, "inkling", markers=INKLING_MARKERS,
             reads=_EVERY),
 )
@@ -462,13 +462,13 @@ REASONING_RECORDS: tuple[ReasoningRecord, ...] = (
                     switch=Ref(_F + "kimi_k3", "thinking"), family="kimi_k3",
                     reasoning_config="kimi_k3", markers=KIMI_K3_XTML,
                     foreign_tools_read_all=True),
-    # muse branch: read by the muse tool format's machine
+    # Read by the muse tool format's machine
     ReasoningRecord("muse", Machine.FAMILY, thinking=Thinking.KWARGS,
                     switch=Ref(_F + "muse", "thinking"), family="muse", reasoning_config="muse",
                     aliases=("musespark1x",), markers=MUSE_FRAMING),
-    # branch qwen2 (issue 19)
+    # PLaMo 3 (issue 19)
     _engine_reasoning("plamo3", "plamo3", "plamo3", "plamo3", "thinking"),
-    # cohere branch: read by its tool format's machine (with that tool parser, or alone)
+    # Read by its tool format's machine (with that tool parser, or alone)
     ReasoningRecord("cohere_command3", Machine.FAMILY, thinking=Thinking.KWARGS,
                     switch=Ref(_F + "cohere", "thinking"), family="cohere_command3",
                     reasoning_config="cohere_command3", markers=COHERE_CMD3),
@@ -486,15 +486,15 @@ REASONING_RECORDS: tuple[ReasoningRecord, ...] = (
     # glm2: poolside Laguna, deepseek_v3's reasoning (its prompt check scoped to the turn)
     _reasoning("poolside_v1", (THINK, END_THINK), thinking=Thinking.KWARGS,
                switch=Ref(_REASONING, "v3_switch")),
-    # template branch: the response-template family (read by its tool record's machine)
+    # The response-template family (read by its tool record's machine)
     ReasoningRecord("hf", Machine.TEMPLATE, family="hf", reasoning_config="hf"),
     ReasoningRecord("beam", Machine.TEMPLATE, family="beam", reasoning_config="beam"),
-    # glimmer branch (issue 19): IBM Granite 3.x's text markers, a legacy parser
+    # IBM Granite 3.x's text markers, a legacy parser (issue 19)
     _reasoning("granite", legacy=True),
-    # branch k2h (issue 19): K2 Horizon, its think markers chosen by reasoning_effort
+    # K2 Horizon, its think markers chosen by reasoning_effort (issue 19)
     _reasoning("k2_horizon", (*K2H_THINK, K2H_CALLS[0]),
                mode=Ref(_F + "k2_horizon", "effort")),
-    # inkling branch (issue 20): read by the inkling tool format's machine
+    # Read by the inkling tool format's machine (issue 20)
     ReasoningRecord("inkling", Machine.ENGINE, thinking=Thinking.KWARGS,
                     switch=Ref(_F + "inkling", "thinking"), family="inkling",
                     reasoning_config="inkling", markers=INKLING_MARKERS),

@@ -14,7 +14,7 @@ one call object. Each format is data (``Wrapper``) read by one machine:
 - ``granite`` (Granite 3.x): ``<tool_call>`` or ``<|tool_call|>``, a list of
   ``{"name", "arguments"}`` read as vLLM's parser engine reads it (``Wrapper.engine``;
   docs/vllm-compat/granite.md).
-- ``apertus`` (branch json3): ``<|tools_prefix|>``, a list of one-key objects
+- ``apertus``: ``<|tools_prefix|>``, a list of one-key objects
   ``{"NAME": ARGUMENTS}`` (or one such object), ``<|tools_suffix|>`` (``Wrapper.keyed``): the
   content before the block and the text after the list and after the suffix are kept, each
   stripped, joined by a newline (``Wrapper.closer``); elements that are no call are skipped; a
@@ -156,7 +156,7 @@ GIGACHAT3 = Wrapper("gigachat3", "<|function_call|>", ("arguments",), single=Tru
                     object_args=True)
 APERTUS = Wrapper("apertus", "<|tools_prefix|>", (), bracket=True, keyed=True,
                   closer="<|tools_suffix|>")
-"""``apertus`` (branch json3): one-key call objects in a list (or one alone) between
+"""``apertus``: one-key call objects in a list (or one alone) between
 ``<|tools_prefix|>`` and ``<|tools_suffix|>``."""
 HUNYUAN_A13B = Wrapper("hunyuan_a13b", "<tool_calls>", ("arguments",), bracket=True)
 """``hunyuan_a13b`` (wrapped2): jamba's grammar as Hunyuan-A13B writes it (the markers text)."""
