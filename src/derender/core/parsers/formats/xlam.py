@@ -44,10 +44,12 @@ MAX_HELD = 4096
 END_THINK = "</think>"
 OPENERS = ("```", "[TOOL_CALLS]", "<tool_call>", END_THINK)
 """The texts from which the output is held (besides ``[`` opening it)."""
-PATTERNS = (re.compile(r"```(?:json)?\s*([\s\S]*?)```"),
-            re.compile(r"\[TOOL_CALLS\]([\s\S]*?)(?=\n|$)"),
-            re.compile(r"<tool_call>([\s\S]*?)</tool_call>"))
-"""vLLM's ``json_code_block_patterns``, tried in this order."""
+PATTERNS = ("```", "[TOOL_CALLS]", "<tool_call>")
+"""vLLM's ``json_code_block_patterns``, tried in this order, by their opening text:
+` ```(?:json)?\\s*([\\s\\S]*?)``` `, ``\\[TOOL_CALLS\\]([\\s\\S]*?)(?=\\n|$)``,
+``<tool_call>([\\s\\S]*?)</tool_call>`` (read by ``_matches``, in one pass)."""
+_CLOSERS = {"```": "```", "[TOOL_CALLS]": "\n", "<tool_call>": "</tool_call>"}
+_FENCE_SPACE = re.compile(r"\s*")
 
 OPEN, HELD, TEXT, DONE = range(4)
 """Before an opener (content streams); from it (all held); all content (the held text
@@ -80,6 +82,28 @@ def _is_json(text: str) -> bool:
     return True
 
 
+def _matches(opener: str, text: str) -> list[tuple[int, int, str]]:
+    """The matches ``re.findall`` finds of the pattern opening with ``opener``: (start, end,
+    group), read in one pass with ``str.find`` (the regular expression, lazy up to its closer,
+    scans to the end from every opener that has none: quadratic in the held text). When an
+    opener has no closer after it, no later one has."""
+    closer, found, at = _CLOSERS[opener], [], 0
+    while (start := text.find(opener, at)) >= 0:
+        body = start + len(opener)
+        if opener == "```":
+            body += 4 if text.startswith("json", body) else 0
+            match = _FENCE_SPACE.match(text, body)
+            body = body if match is None else match.end()
+        end = text.find(closer, body)
+        if end < 0 and closer != "\n":
+            break
+        if end < 0:  # [TOOL_CALLS]: to the line's end or the text's
+            end = len(text)
+        found.append((start, end if closer == "\n" else end + len(closer), text[body:end]))
+        at = found[-1][1]
+    return found
+
+
 def _preprocess(output: str) -> tuple[str | None, str | None]:
     """vLLM's ``preprocess_model_output``: (content, the JSON text read or None)."""
     at = output.find(END_THINK)
@@ -88,14 +112,19 @@ def _preprocess(output: str) -> tuple[str | None, str | None]:
         thinking = output[at + len(END_THINK):].strip()
         if _is_json(thinking):
             return content, thinking
-        for pattern in PATTERNS:
-            for found in pattern.findall(thinking):
+        for opener in PATTERNS:
+            for _, _, found in _matches(opener, thinking):
                 if _is_json(found):
                     return content, found
-    for pattern in PATTERNS:
-        for found in pattern.findall(output):
+    for opener in PATTERNS:
+        matches = _matches(opener, output)
+        for _, _, found in matches:
             if _is_json(found):
-                return pattern.sub("", output).strip(), found
+                kept, at = [], 0
+                for start, end, _ in matches:  # every match removed
+                    kept.append(output[at:start])
+                    at = end
+                return ("".join(kept) + output[at:]).strip(), found
     if output.strip().startswith("[") and (_is_json(output) or (
             "{" in output and "name" in output and "arguments" in output)):
         return None, output
