@@ -54,8 +54,10 @@ def test_content_before_an_opener_streams() -> None:
 
 
 def test_held_text_is_bounded() -> None:
-    """From the first opener the text is held at most ``MAX_HELD`` bytes: a longer held text
-    is content, and so is all that follows (no call), in both modes; the state stays small."""
+    """An opener more than ``MAX_HELD`` bytes from the end of the output is content and
+    reading goes on after it (README compatibility), in both modes: a longer list is content,
+    a code block earlier in the content does not hide a list after it; the state stays
+    small."""
     fill = "😀" * (xlam.MAX_HELD // 4)
     long_list = '[{"name": "get_weather", "arguments": {"city": "' + fill + '"}}]'
     assert feed_all(FMT, [long_list], AUTO) == (long_list, [])
@@ -63,6 +65,9 @@ def test_held_text_is_bounded() -> None:
     assert feed_all(FMT, [fence], AUTO) == (fence, [])
     short = "[" + PARIS + "]"
     assert feed_all(FMT, [short], AUTO) == ("", [PARIS_CALL])
+    code = "Run ```print(1)``` first. " + fill + " Then:\n"
+    assert feed_all(FMT, [code + "```json\n" + short + "\n```"], AUTO) == (
+        code.rstrip(), [PARIS_CALL])
     state, largest = FMT.start(), 0
     for k in range(0, len(long_list), 5):
         _, _, state = FMT.feed(state, long_list[k:k + 5], False, AUTO)

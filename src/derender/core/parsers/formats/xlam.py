@@ -17,8 +17,9 @@ machine holds: before any opener (` ``` `, ``[TOOL_CALLS]``, ``<tool_call>``, ``
 ``MAX_LEADING_SPACE``, as is an opener's beginning); from the first opener on the text is held
 to the end of the output, at most ``MAX_HELD`` bytes of UTF-8, and then read as vLLM reads it
 (``answer``), the content streamed before it in front (whitespace starting it is not stripped:
-a stream cannot know a call will follow). Past ``MAX_HELD`` the held text is content and so is
-all that follows (no call): README compatibility.
+a stream cannot know a call will follow). An opener more than ``MAX_HELD`` bytes from the end
+of the output is content, and reading goes on after it (so a code block in the content does
+not hide a list after it; a longer list is content): README compatibility.
 
 Under a forced ``tool_choice`` vLLM's JSON path reads the output (``primitives.forced_call``
 for a named function; "required": the output held to its end, at most ``MAX_HELD`` bytes, as a
@@ -34,7 +35,12 @@ from typing import Any
 
 from derender.core.decoding.markers import pending_prefix
 from derender.core.parsers.formats.qwen3_coder import _listed_calls
-from derender.core.parsers.primitives import MAX_LEADING_SPACE, forced_call, split_space
+from derender.core.parsers.primitives import (
+    MAX_LEADING_SPACE,
+    forced_call,
+    skip_space,
+    split_space,
+)
 from derender.core.parsers.tools import ToolCallDelta, ToolContext, ToolFormat, ToolState
 from derender.core.state.codec import Reader, Writer, utf8_size
 
@@ -51,9 +57,9 @@ PATTERNS = ("```", "[TOOL_CALLS]", "<tool_call>")
 _CLOSERS = {"```": "```", "[TOOL_CALLS]": "\n", "<tool_call>": "</tool_call>"}
 _FENCE_SPACE = re.compile(r"\s*")
 
-OPEN, HELD, TEXT, DONE = range(4)
-"""Before an opener (content streams); from it (all held); all content (the held text
-overflowed); "required" past its bound (nothing more is read)."""
+OPEN, HELD, DONE = range(3)
+"""Before an opener (content streams); from it (all held); "required" past its bound (nothing
+more is read)."""
 
 _SPOKEN = "x"
 """Stands for the content already streamed when the held text is read: a character that is
@@ -155,24 +161,58 @@ def answer(output: str) -> tuple[str | None, list[tuple[str, str]]]:
     return (content, calls) if calls else (output, [])
 
 
-def _openers(buffer: str, spoke: bool) -> int:
-    """Where the first opener begins in ``buffer`` (-1: none)."""
-    if not spoke:
-        body = buffer.lstrip()
-        if body[:1] == "[" and len(buffer) - len(body) <= MAX_LEADING_SPACE:
-            return len(buffer) - len(body)
-    found = [at for at in (buffer.find(opener) for opener in OPENERS) if at >= 0]
-    return min(found, default=-1)
+class _Openers:
+    """Where the next opener begins in a text, from a position on, each opener's next place
+    kept (a text is searched once per opener and place, not again on every call)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.next = dict.fromkeys(OPENERS, -2)
+
+    def first(self, pos: int, spoke: bool) -> int:
+        """The first opener at or after ``pos`` (-1: none); before any content, ``[`` opening
+        the text after at most ``MAX_LEADING_SPACE`` whitespace is one."""
+        text = self.text
+        if not spoke:
+            lead = skip_space(text, pos)
+            if text[lead:lead + 1] == "[" and lead - pos <= MAX_LEADING_SPACE:
+                return lead
+        best = -1
+        for opener, known in self.next.items():
+            at = known
+            if at == -2 or (0 <= at < pos):
+                at = self.next[opener] = text.find(opener, pos)
+            if at >= 0 and (best < 0 or at < best):
+                best = at
+        return best
 
 
-def _settle(state: XlamState, held: str, final: bool) -> tuple[str, list[ToolCallDelta],
-                                                                XlamState]:
-    """The held text: at the end of the output read as vLLM reads it; past ``MAX_HELD``,
-    content (and all that follows)."""
-    if utf8_size(held) > MAX_HELD:
-        return held, [], replace(state, mode=TEXT, held="", spoke=True)
-    if not final:
-        return "", [], replace(state, mode=HELD, held=held)
+def _last_demoted(buffer: str, opener: int, pos: int, size: int) -> int:
+    """Where reading goes on after every opener from ``opener`` on that is more than
+    ``MAX_HELD`` bytes from the end of ``buffer`` (``size``: the bytes from ``pos``), as one
+    demotion after another would find them (in one step: a text of many openers would
+    otherwise cost a step each)."""
+    data = buffer[pos:].encode("utf-8", "surrogatepass")
+    drop = size - MAX_HELD
+    while drop < len(data) and data[drop] & 0xC0 == 0x80:
+        drop += 1
+    t = pos + len(data[:drop].decode("utf-8", "surrogatepass"))
+    """The first place less than ``MAX_HELD`` bytes from the end: an opener before it is
+    content."""
+    best = -1
+    for text in OPENERS:
+        at = buffer.rfind(text, opener, t + len(text) - 1)
+        if at >= 0 and text == "```":  # openers in a run of backticks: every third
+            start = opener + len(buffer[opener:at].rstrip("`"))
+            at = start + 3 * ((at - start) // 3)
+        if at >= 0:
+            best = max(best, at + len(text))
+    return best
+
+
+def _read(state: XlamState, held: str) -> tuple[str, list[ToolCallDelta], XlamState]:
+    """The held text at the end of the output, read as vLLM reads the whole output (the
+    content streamed before it standing in front)."""
     content, calls = answer(_SPOKEN + held if state.spoke else held)
     if state.spoke and content is not None:
         content = content[len(_SPOKEN):]
@@ -188,23 +228,41 @@ def feed(state: XlamState, text: str, final: bool, context: ToolContext
         return forced_call(state, text, final, context, MAX_LEADING_SPACE)
     if context.required:
         return _required(state, text, final)
-    if state.mode == TEXT:
-        return text, [], state
-    buffer = state.held + text
-    if state.mode == HELD:
-        return _settle(state, buffer, final)
-    at = _openers(buffer, state.spoke)
-    if at < 0:  # content, less what may begin an opener and the whitespace ending it
+    buffer, mode, spoke = state.held + text, state.mode, state.spoke
+    openers = _Openers(buffer)
+    out: list[str] = []
+    pos, size = 0, utf8_size(buffer)
+    """Where the text not yet read or held begins, and the size in bytes of the text from
+    there."""
+    while True:
+        if mode == OPEN:
+            at = openers.first(pos, spoke)
+            if at < 0:  # content, less what may begin an opener and the whitespace ending it
+                hold = 0 if final else min(pending_prefix(buffer, OPENERS), len(buffer) - pos)
+                piece, space = split_space(buffer[pos:len(buffer) - hold], MAX_LEADING_SPACE)
+                if final:
+                    piece, space = piece + space, ""
+                out.append(piece)
+                spoke, buffer = spoke or bool(piece), space + buffer[len(buffer) - hold:]
+                break
+            piece, space = split_space(buffer[pos:at], MAX_LEADING_SPACE)
+            out.append(piece)
+            spoke, mode = spoke or bool(piece), HELD
+            pos, size = pos + len(piece), size - utf8_size(piece)
+        if size > MAX_HELD:  # the opener is content; reading goes on after it
+            lead = skip_space(buffer, pos)
+            cut = next((len(o) for o in OPENERS if buffer.startswith(o, lead)), 1) + lead
+            cut = max(cut, _last_demoted(buffer, lead, pos, size))
+            out.append(buffer[pos:cut])
+            spoke, mode = True, OPEN
+            pos, size = cut, size - utf8_size(out[-1])
+            continue
         if final:
-            return buffer, [], replace(state, held="", spoke=state.spoke or bool(buffer))
-        hold = pending_prefix(buffer, OPENERS)
-        out, space = split_space(buffer[:len(buffer) - hold], MAX_LEADING_SPACE)
-        return out, [], replace(state, held=space + buffer[len(buffer) - hold:],
-                                spoke=state.spoke or bool(out))
-    out, space = split_space(buffer[:at], MAX_LEADING_SPACE)
-    state = replace(state, spoke=state.spoke or bool(out))
-    content, calls, state = _settle(state, space + buffer[at:], final)
-    return out + content, calls, state
+            content, calls, state = _read(replace(state, spoke=spoke), buffer[pos:])
+            return "".join(out) + content, calls, state
+        buffer = buffer[pos:]
+        break
+    return "".join(out), [], replace(state, mode=mode, held=buffer, spoke=spoke)
 
 
 def _required(state: XlamState, text: str, final: bool
