@@ -68,6 +68,12 @@ def test_held_text_is_bounded() -> None:
     code = "Run ```print(1)``` first. " + fill + " Then:\n"
     assert feed_all(FMT, [code + "```json\n" + short + "\n```"], AUTO) == (
         code.rstrip(), [PARIS_CALL])
+    for text in (long_list, fence, code + "```json\n" + short + "\n```", "`" * 5000 + short,
+                 ("[TOOL_CALLS]" + fill[:40]) * 200 + "```" + short + "```"):
+        whole = feed_all(FMT, [text], AUTO)
+        for size in (7, 64, 1000):  # the bound decides alike in every chunking
+            assert feed_all(FMT, [text[i:i + size] for i in range(0, len(text), size)],
+                            AUTO) == whole
     state, largest = FMT.start(), 0
     for k in range(0, len(long_list), 5):
         _, _, state = FMT.feed(state, long_list[k:k + 5], False, AUTO)
