@@ -335,6 +335,13 @@ FORMATS["inkling"] = Format("Inkling", "inkling-standin", "inkling-standin", "in
                             '{"city": "Lisbon", "notes": "', '"}}<|end_message|>',
                             prefix="<|content_thinking|>", json_notes=True)
 
+# xlam2 (issue 19): xLAM's list in a fence after the content, held from the fence to the end
+# (300 ids of notes: the held text stays within this bench's 4,096-character state)
+FORMATS["xlam"] = Format("xLAM", "xlam-llama3.1", "llama3.1", "llama3.1", "xlam", 128009,
+                         '\n```json\n[{"name": "get_weather", "arguments": {"city": "Lisbon", '
+                         '"notes": "', '"}}]\n```', lead="content", json_notes=True,
+                         notes_ids=300)
+
 
 def _folder(name: str) -> Path:
     """A test model folder by name, or a folder of the repository by its path."""

@@ -56,6 +56,7 @@ from derender.core.chat import derender_chat_stream
 from derender.core.registry import ServedModel, load_vocabulary, read_model_info
 from derender.core.state.stream import decode_state, encode_state
 from derender.core.state.token import KeyRing, sign, verify
+from derender.settings import Settings
 
 MODEL_DIR = REPO / "layers" / "tokenizers" / "qwen3"
 STREAM_IDS = 4096
@@ -68,7 +69,8 @@ TARGET_FLAT = 1.2
 TARGET_STATE_CHARS = 200
 EDGE = 100
 TTL_SECONDS = 3600
-MAX_STATE_CHARS = 4096
+MAX_STATE_CHARS = Settings.max_state_chars
+"""The service's default cap (xlam2: a held text of 4,096 bytes of UTF-8 outgrows 4,096)."""
 WARMUP = 200
 RING = KeyRing(current="k", keys={"k": b"0" * 32})
 

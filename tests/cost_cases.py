@@ -151,6 +151,10 @@ TEMPLATES["step3"] = ("Sure. " + STEP3_HEAD + 'NAME"><steptml:parameter name="a"
 TEMPLATES["apertus"] = ('Sure. <|tools_prefix|>[{"NAME": {"a": "VALUE"}}, {}] VALUE '
                         "<|tools_suffix|> done <|tools_suffix|>")
 """One complete call per tool format, as the model writes it."""
+# xlam2 (issue 19): xLAM's list, bare and in each of the places vLLM looks (held to the end)
+TEMPLATES["xlam"] = ('[{"name": "NAME", "arguments": {"a": "VALUE", "n": 1}}]\n```json\n'
+                     '[{"name": "NAME", "arguments": "VALUE"}]\n``` [TOOL_CALLS][] <tool_call>'
+                     '[]</tool_call></think> VALUE')
 # inkling branch (issue 20): Inkling's typed blocks (the call's JSON held whole, a text block
 # after it)
 TEMPLATES["inkling"] = ('<|message_model|>NAME<|content_invoke_tool_json|>{"name": "NAME", '

@@ -134,7 +134,9 @@ DERIVED = {"llama3.1-tools": ("llama3.1", derive_llama31_tools),
 """Test models whose tokenizer files are derived from another's (``tokenizer_variants``)."""
 
 
-RECORDED_AS = {"deepseek-v3": "deepseek-v4"}
+RECORDED_AS = {"deepseek-v3": "deepseek-v4",
+               # xlam2: the xLAM-2 Llama models use Llama 3.1's vocabulary (docs/recording/xlam.md)
+               "xlam-llama3.1": "llama3.1"}
 """Served names in the recorded fixtures that are not a test model's folder name -> that folder:
 cases 001-237 served DeepSeek-V4's vocabulary (with a DeepSeek-V3 config and a minimal
 template) as ``deepseek-v3`` (tests/models/README.md). An app for such a name serves the

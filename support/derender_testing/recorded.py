@@ -17,7 +17,6 @@ FIXTURES = ROOT / "tests" / "fixtures" / "vllm-0.33"
 NOT_IMPLEMENTED: frozenset[str] = frozenset({
     "parser:muse_glimmer",  # Muse Glimmer (issue 20)
     "reasoning_parser:muse_glimmer",  # its reasoning parser alone
-    "parser:xlam",  # recorded, not served yet (docs/recording/xlam.md)
 })
 """Fixture features recorded ahead of the code that serves them (a format recorded before its
 parser is written): cases with one of them are skipped, saying so, until it lands."""

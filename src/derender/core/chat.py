@@ -69,7 +69,7 @@ def chat_top_logprobs(request: ChatRequest | None) -> int | None:
 
 
 def parsed_message(parsing: parsers.ParserSettings, parsed: ParsedDelta, request_id: str,
-                   index: int, message: ChatMessage) -> None:
+                   index: int, message: ChatMessage, blank: bool = False) -> None:
     """Content, reasoning and tool calls of a whole parsed output into ``message`` (vLLM
     docs/vllm-compat/api.md §7.1)."""
     calls: dict[int, list[str]] = {}
@@ -80,7 +80,7 @@ def parsed_message(parsing: parsers.ParserSettings, parsed: ParsedDelta, request
         name_args[1] += delta.arguments
         if delta.id is not None:
             ids.setdefault(delta.index, delta.id)
-    content: str | None = parsed.content or None
+    content: str | None = parsed.content or ("" if blank else None)
     if parsing.forced:
         content = content or ""
     message["content"] = content
@@ -145,8 +145,9 @@ def derender_chat(body: DerenderChatRequest, model: ServedModel, max_n_sequences
             # The parser sees only generate_response's prompt ids, as in vLLM
             # (docs/vllm-compat/api.md §7.1).
             start = parsers.start(parsing, vocab, response.prompt_token_ids)
-            parsed, _ = parsers.step(parsing, start, vocab, text, ids, final=True)
-            parsed_message(parsing, parsed, response.request_id, choice.index, message)
+            parsed, end = parsers.step(parsing, start, vocab, text, ids, final=True)
+            parsed_message(parsing, parsed, response.request_id, choice.index, message,
+                           parsers.blank_content(parsing, end))
             finish = parsers.finish_reason(parsing, finish, "tool_calls" in message) or finish
         choices.append({
             "index": choice.index,

@@ -634,6 +634,17 @@ def tool_call_id(request_id: str, choice_index: int, call_index: int,
     return f"chatcmpl-tool-{digest[:16]}"
 
 
+def blank_content(settings: ParserSettings, state: ParserState) -> bool:
+    """Whether a whole output's blank content is ``""`` rather than null (its tool format's
+    ``ToolFormat.blank_content``, read from the state after the output)."""
+    tool = tool_record(settings.tool_format)
+    if tool is None or tool.machine is not Machine.OWN or state.tools is None:
+        return False
+    fmt = tool_format(tool.name)
+    return (fmt.blank_content is not None and isinstance(state.tools, fmt.state_type)
+            and fmt.blank_content(state.tools))
+
+
 def finish_reason(settings: ParserSettings, finish: str | None, has_calls: bool) -> str | None:
     """docs/vllm-compat/api.md §5.7: a "stop" that produced tool calls is "tool_calls" (not
     for a named tool)."""

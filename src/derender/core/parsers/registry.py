@@ -405,6 +405,10 @@ TOOL_RECORDS: tuple[ToolRecord, ...] = (
     # Inkling's typed blocks (issue 20, tags 215-219)
     _engine("inkling", "inkling", "INKLING", 215, "inkling", markers=INKLING_MARKERS,
             reads=_EVERY),
+    # xlam2 (issue 19, tags 235-239): xLAM's JSON list, found where vLLM looks for it (a
+    # fence, [TOOL_CALLS], <tool_call>, after </think>, or the whole output), held from its
+    # opener to the end (formats/xlam.py)
+    _own("xlam", "xlam", "FORMAT", 235),
 )
 """The tool-call formats."""
 

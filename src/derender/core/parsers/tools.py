@@ -113,6 +113,10 @@ class ToolFormat(Generic[S]):
     start_in: Callable[[int], S] | None = None
     """Formats whose reading the request chooses (its record's ``mode``, e.g. k2_horizon's
     ``tool_call_format``): the start state in that mode, which the state then carries."""
+    blank_content: Callable[[S], bool] | None = None
+    """Formats whose message may have the content ``""`` beside calls (vLLM's ``xlam``: a
+    block's calls with no other text): whether the state after the whole output says so (else
+    a blank content is null)."""
 
     def step(self, state: ToolState, text: str, final: bool, context: ToolContext
              ) -> tuple[str, list[ToolCallDelta], S]:
