@@ -172,16 +172,19 @@ def test_past_max_held_messages_are_read_left_to_right() -> None:
 
 
 def test_state_stays_under_its_bound() -> None:
-    """Held: at most ``MAX_HELD`` bytes; read left to right: ``muse``'s bounds."""
-    state, largest = muse_glimmer.start(), 0
-    for piece in [SELF, EOM, f"{S}assistant to={W}{M}<atem:invoke name=\"x\">"] + [WIDE] * 3000:
-        _, _, _, state = muse_glimmer.feed_reasoning(state, piece, False, KEEP)
-        writer = Writer()
-        muse_glimmer.encode(state, writer)
-        largest = max(largest, len(writer.out))
-    assert state.streaming
-    assert largest <= muse_glimmer.MAX_HELD + 64
-    assert largest > muse_glimmer.MAX_HELD - 64  # (the held output reached its bound)
+    """Held: the output (``MAX_HELD``) and what the left-to-right reading gave of it; read
+    left to right: ``muse``'s bounds (an invoke, ``MAX_CALL``; framing, ``MAX_PEND``)."""
+    bound = 2 * muse_glimmer.MAX_HELD + muse.MAX_CALL + 4 * muse.MAX_PEND
+    for pieces in ([SELF, EOM, f'{S}assistant to={W}{M}<atem:invoke name="x">'] + [WIDE] * 3000,
+                   [SELF] + [WIDE] * 3000, [WIDE] * 3000):
+        state, largest = muse_glimmer.start(), 0
+        for piece in pieces:
+            _, _, _, state = muse_glimmer.feed_reasoning(state, piece, False, KEEP)
+            writer = Writer()
+            muse_glimmer.encode(state, writer)
+            largest = max(largest, len(writer.out))
+        assert state.streaming
+        assert muse_glimmer.MAX_HELD < largest < bound
 
 
 def test_a_state_over_its_bound_is_refused() -> None:

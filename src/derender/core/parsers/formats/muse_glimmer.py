@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from derender.core.parsers.formats import muse
@@ -34,9 +34,9 @@ from derender.core.parsers.tools import ToolCallDelta, ToolContext, ToolFormat, 
 from derender.core.state.codec import Reader, Writer, utf8_size
 
 START, MESSAGE, EOM, EOT = muse.START, muse.MESSAGE, muse.EOM, muse.EOT
-FUNCTION_CALLS, INVOKE = muse.FUNCTION_CALLS, muse.INVOKE
+FUNCTION_CALLS, INVOKE, INVOKE_END = muse.FUNCTION_CALLS, muse.INVOKE, muse.INVOKE_END
 
-MAX_HELD = 4096
+MAX_HELD = 1024
 """Bytes (UTF-8) of output held for vLLM's message: a longer output is read left to right."""
 
 # vLLM's MuseReasoningParser (``_glimmer_compat``), on the output as written
@@ -72,13 +72,20 @@ def _atem(text: str) -> bool:
 
 def extract_reasoning(out: str) -> tuple[str | None, str | None]:
     """vLLM's ``MuseReasoningParser.extract_reasoning`` with ``_glimmer_compat``."""
-    matches = _REASONING_RE.findall(_COLLAPSE_RE.sub("\n", out))
+    # (each regex applied only where it can match: linear where a match cannot be found)
+    last = out.rfind(_REASONING_OPEN) + len(_REASONING_OPEN)  # a collapse ends at a block's
+    collapsed = _COLLAPSE_RE.sub("\n", out[:last]) + out[last:] if last >= len(
+        _REASONING_OPEN) else out
+    matches = _REASONING_RE.findall(collapsed, 0, collapsed.rfind(EOM) + len(EOM))
     reasoning = "\n".join(matches) if matches else None
     open_match = _OPEN_REASONING_RE.search(out)
     if open_match and open_match.group(1):
         partial = open_match.group(1)
         reasoning = f"{reasoning}\n{partial}" if reasoning else partial
-    remainder = _STRIP_OPEN_REASONING_RE.sub("", _STRIP_REASONING_RE.sub("", out))
+    last = out.rfind(EOM) + len(EOM)  # a closed span ends at an <|eom|>
+    remainder = _STRIP_REASONING_RE.sub("", out[:last]) + out[last:] if last >= len(EOM) \
+        else out
+    remainder = _STRIP_OPEN_REASONING_RE.sub("", remainder)
     if _atem(remainder):
         return reasoning, remainder or None
     content_match = _CONTENT_RE.search(out)
@@ -119,8 +126,9 @@ def parse_invoke(invoke: str, tools: Any) -> tuple[str, str] | None:
     if found is None:
         return None
     name = muse._normalize(found.group(1), muse._registered(tools))
+    closed = invoke.rfind(muse.PARAMETER_END) + len(muse.PARAMETER_END)  # (none past it)
     args = {m.group("key"): muse._decode_value(m.group("value"))
-            for m in _PARAM_RE.finditer(invoke)}
+            for m in _PARAM_RE.finditer(invoke, 0, max(closed, 0))}
     return name, json.dumps(args, ensure_ascii=False)
 
 
@@ -133,8 +141,8 @@ def extract_tool_calls(content: str, tools: Any) -> tuple[list[tuple[str, str]],
     bodies = [body for rcpt, body in messages if rcpt is not None and rcpt not in _NON_TOOL]
     headed = _MSG_HEADER_RE.search(content) is not None
     scoped = "\n".join(bodies) if bodies else "" if headed else content
-    calls = [call for call in (parse_invoke(i, tools) for i in _INVOKE_RE.findall(scoped))
-             if call is not None]
+    invokes = _INVOKE_RE.findall(scoped, 0, scoped.rfind(INVOKE_END) + len(INVOKE_END))
+    calls = [call for call in (parse_invoke(i, tools) for i in invokes) if call is not None]
     visible = "".join(body for rcpt, body in messages if rcpt in _CONTENT_RECIPIENTS)
     if visible:
         return calls, visible
@@ -169,22 +177,30 @@ _FLAGS = (muse.Flag.UNFRAMED | muse.Flag.CALLABLE | muse.Flag.TOOL_SEEN | muse.F
 
 @dataclass(frozen=True, slots=True)
 class GlimmerState(ToolState):
-    held: str = ""
-    """The output so far, as written (marked), while it is within ``MAX_HELD``; read left to
-    right, the text before the first header (``muse.MAX_LEAD``)."""
+    whole: str = ""
+    """The output so far, as written (marked), while it is within ``MAX_HELD``."""
     streaming: bool = False
-    """The output passed ``MAX_HELD``: it is read left to right (the fields below)."""
+    """The output passed ``MAX_HELD``: what the left-to-right reading gives is given."""
+    given: tuple[str, ...] = ("", "")
+    """While held: the reasoning and content the left-to-right reading gave so far, then the
+    text of each complete invoke it read (given, and the invokes parsed, if the output passes
+    ``MAX_HELD``)."""
     phase: int = muse.Phase.LEAD
     kind: int = muse.Kind.REASONING
     flags: int = 0
     calls: int = 0
     pend: str = ""
+    lead: str = ""
+    """The text before the first header (``muse.MAX_LEAD``)."""
     inv: str = ""
 
 
 class _Stream(muse._Run):
     """The left-to-right reading (``muse``'s framing reader and invoke scanner; this module's
-    channels and values)."""
+    channels and values). ``invokes``: an output still held keeps each complete invoke's text
+    there (parsed if it passes ``MAX_HELD``)."""
+
+    invokes: list[str] | None = None
 
     def open(self, header: str, recipient: str | None) -> None:
         if self.phase == muse.Phase.LEAD:
@@ -231,6 +247,10 @@ class _Stream(muse._Run):
             self.scan(text, True)
 
     def call(self, text: str) -> None:
+        if self.invokes is not None:
+            self.invokes.append(text)
+            self.calls += 1
+            return
         parsed = parse_invoke(text, self.context.tools)
         if parsed is not None:
             self.deltas.append(ToolCallDelta(self.calls, *parsed))
@@ -255,25 +275,39 @@ def _as_written(text: str, context: ToolContext) -> str:
 
 def feed_reasoning(state: GlimmerState, text: str, final: bool, context: ToolContext
                    ) -> tuple[str, str, list[ToolCallDelta], GlimmerState]:
-    """Reasoning, content and calls of the output's next text (``final``: its end)."""
-    if not state.streaming:
-        held = state.held + text
-        if utf8_size(held) <= MAX_HELD:
-            if not final:
-                return "", "", [], GlimmerState(held)
-            reasoning, content, calls = message(_as_written(held, context), context)
-            return (reasoning or "", content or "",
-                    [ToolCallDelta(i, name, args) for i, (name, args) in enumerate(calls)],
-                    GlimmerState())
-        state, text = GlimmerState(streaming=True), held
+    """Reasoning, content and calls of the output's next text (``final``: its end). The
+    left-to-right reading reads every chunk; while the output is within ``MAX_HELD`` what it
+    gives is kept, and at the end replaced by vLLM's message."""
+    whole = "" if state.streaming else state.whole + text
+    held = not state.streaming and utf8_size(whole) <= MAX_HELD
     run = _Stream(muse.MuseState(state.phase, state.kind, state.flags, state.calls, "",
-                                 state.held, state.inv), context)
+                                 state.lead, state.inv), context)
+    if held:
+        run.invokes = []  # (a held output's invokes are parsed when given)
     pend = run.read(state.pend + text, final, muse._marks(context))
     if final:
         run.finish()
-    return ("".join(run.reasoning), "".join(run.content), run.deltas,
-            GlimmerState(run.held, True, run.phase, run.kind, int(run.flags), run.calls, pend,
-                         run.inv))
+    if held and final:
+        reasoning, content, calls = message(_as_written(whole, context), context)
+        return (reasoning or "", content or "",
+                [ToolCallDelta(i, name, args) for i, (name, args) in enumerate(calls)],
+                GlimmerState())
+    after = GlimmerState(whole if held else "", not held, state.given, run.phase, run.kind,
+                         int(run.flags), run.calls, pend, run.held, run.inv)
+    reasoning, content = "".join(run.reasoning), "".join(run.content)
+    if held:
+        given = (state.given[0] + reasoning, state.given[1] + content, *state.given[2:],
+                 *(run.invokes or ()))
+        return "", "", [], replace(after, given=given)
+    deltas = run.deltas
+    if not state.streaming:  # the output passed MAX_HELD: what was kept is given
+        reasoning, content = state.given[0] + reasoning, state.given[1] + content
+        parsed = [parse_invoke(invoke, context.tools) for invoke in state.given[2:]]
+        deltas = [ToolCallDelta(i, *call) for i, call in enumerate(
+            [call for call in parsed if call is not None]
+            + [(d.name or "", d.arguments) for d in deltas])]
+        after = replace(after, given=("", ""), calls=len(deltas))
+    return reasoning, content, deltas, after
 
 
 def feed(state: GlimmerState, text: str, final: bool, context: ToolContext
@@ -283,20 +317,25 @@ def feed(state: GlimmerState, text: str, final: bool, context: ToolContext
 
 
 def encode(state: GlimmerState, w: Writer) -> None:
-    w.ints((int(state.streaming), state.phase, state.kind, state.flags, state.calls))
-    for text in (state.held, state.pend, state.inv):
+    w.ints((int(state.streaming), state.phase, state.kind, state.flags, state.calls,
+            len(state.given)))
+    for text in (state.whole, *state.given, state.pend, state.lead, state.inv):
         w.text(text)
 
 
 def decode(r: Reader) -> GlimmerState:
-    streaming, phase, kind, flags, calls = r.ints()
+    streaming, phase, kind, flags, calls, given = r.ints()
     if (streaming > 1 or phase not in tuple(muse.Phase) or kind not in tuple(muse.Kind)
-            or flags & ~_FLAGS):
+            or flags & ~_FLAGS or given < 2 or given > len(r.data)):
         raise ValueError("not a muse_glimmer state")
-    held, pend, inv = r.text(), r.text(), r.text()
-    if utf8_size(held) > (muse.MAX_LEAD if streaming else MAX_HELD):
+    whole = r.text()
+    kept = tuple(r.text() for _ in range(given))
+    pend, lead, inv = r.text(), r.text(), r.text()
+    if (utf8_size(whole) > MAX_HELD or utf8_size(lead) > muse.MAX_LEAD
+            or (streaming and (whole or given > 2 or any(kept)))):
         raise ValueError("not a muse_glimmer state")
-    return GlimmerState(held, bool(streaming), phase, kind, flags, calls, pend, inv)
+    return GlimmerState(whole, bool(streaming), kept, phase, kind, flags, calls, pend, lead,
+                        inv)
 
 
 def start() -> GlimmerState:
