@@ -1190,8 +1190,7 @@ ISSUE_19_20: dict[tuple[int, int], tuple[int, str]] = {
     (7800, 8199): (128 + 30 + 44 + 30, "hf 7800-7927 (both parsers), 7930-7959 (each alone); "
                    "beam 7970-8013 (both), 8020-8049 (each alone)"),
     # muse branch
-    (7400, 7799): (144, "muse 7400-7519 (musespark1x is its alias), muse_glimmer 7520-7543 "
-                        "(recorded ahead)"),
+    (7400, 7799): (144, "muse 7400-7519 (musespark1x is its alias), muse_glimmer 7520-7543"),
     # xlam branch
     (10200, 10399): (79, "xlam 10200-10278 (recorded ahead)"),
     (5400, 5799): (118 + 100, "ernie45 5400-5517, hunyuan_a13b 5520-5619"),
@@ -1200,8 +1199,8 @@ ISSUE_19_20: dict[tuple[int, int], tuple[int, str]] = {
     (8600, 8799): (74, "step3 tool parser 8600-8673 (alone, and with the step3 reasoning parser)"),
     (8400, 8599): (86, "apertus 8400-8485"),
     # glimmer branch
-    (9200, 9399): (60 + 90, "granite (reasoning) 9200-9259; muse_glimmer 9300-9389 (recorded "
-                            "ahead: both parsers, the tool parser alone, the reasoning parser "
+    (9200, 9399): (60 + 90, "granite (reasoning) 9200-9259; muse_glimmer 9300-9389 (both "
+                            "parsers, the tool parser alone (refused), the reasoning parser "
                             "alone)"),
     # branch minicpm5
     (8800, 8999): (90, "minicpm5 8800-8875, 8886-8889 (with minicpmv), 8876-8885 (alone)"),

@@ -131,7 +131,7 @@ bounds past it)."""
 texts = st.lists(st.sampled_from(PIECES), max_size=16).map("".join)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(text=texts, data=st.data())
 def test_any_split_reads_as_the_whole(text: str, data: st.DataObject) -> None:
     context = data.draw(st.sampled_from([KEEP, NOKEEP, REQUIRED]), label="context")
