@@ -166,7 +166,8 @@ def test_past_max_held_messages_are_read_left_to_right() -> None:
     assert utf8_size("".join(pieces)) > muse_glimmer.MAX_HELD
     assert read(pieces) == whole("".join(pieces)) == (
         THOUGHT + long + "\nmore", ANSWER, [("get_weather", PARIS)])
-    # within the bound, vLLM's message: the unterminated last block is all the reasoning
+    # within the bound, vLLM's message (its classes, run on this text, give it): the
+    # unterminated last block is all the reasoning
     short = "".join(pieces).replace(long, "")
     assert whole(short) == ("more", f"{ANSWER}", [("get_weather", PARIS)])
 

@@ -13,13 +13,16 @@ all, and whether the content is an answer's body or the framed remainder, is dec
 the output's end (docs/vllm-compat/muse.md).
 
 So this machine holds the output (as written) for at most ``MAX_HELD`` bytes of UTF-8 and
-gives vLLM's message at its end (``message``: vLLM's regexes, ported). An output longer than
-that is read left to right instead, message by message (``_Stream``, with the ``muse``
-machine's framing reader): ``to=self`` bodies are reasoning (blocks joined with newlines),
-``user`` and recipient-less bodies content, the others' complete invokes calls; text between
-messages is dropped; text before the first header is content. The README's compatibility
-table says where that reading differs from vLLM's message. Streamed and not alike: the same
-output gives the same answer whatever its chunks.
+gives vLLM's message at its end (``message``: vLLM's regexes, ported, each applied only where
+it can match). All along it also reads the output left to right, message by message
+(``_Stream``, with the ``muse`` machine's framing reader and invoke scanner), keeping what
+that gives while the output is held: ``to=self`` bodies are reasoning (blocks joined with
+newlines), ``user`` and recipient-less bodies content, the others' complete invokes calls;
+text between messages is dropped; text before the first header is content past
+``muse.MAX_LEAD``. An output that passes ``MAX_HELD`` gives what was kept and goes on that way
+(so no chunk reads more than its own text, but the last of a held output). The README's
+compatibility table says where that reading differs from vLLM's message. Streamed and not
+alike: the same output gives the same answer whatever its chunks.
 """
 
 from __future__ import annotations
