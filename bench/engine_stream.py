@@ -334,7 +334,7 @@ FORMATS["inkling"] = Format("Inkling", "inkling-standin", "inkling-standin", "in
                             '<|content_invoke_tool_json|>{"name": "get_weather", "args": '
                             '{"city": "Lisbon", "notes": "', '"}}<|end_message|>',
                             prefix="<|content_thinking|>", json_notes=True)
-# glimmer2 branch (issue 20): Muse Glimmer (muse_glimmer both), a reasoning message then a
+# Muse Glimmer (issue 20; muse_glimmer both), a reasoning message then a
 # call message: held for vLLM's message within 1 KB, read message by message past it
 FORMATS["muse_glimmer"] = Format("Muse Glimmer", "muse-spark-standin", "muse-spark-standin",
                                  "muse-spark-standin", "muse_glimmer", 200008,

@@ -993,10 +993,10 @@ STREAM_AS_MESSAGE.update({_case_name(n): _case_name(n - 1)
 MESSAGE_DIFFERENCES[_case_name(9822)] = (None, [("get_weather", '{"city": "Par')], "length")
 
 
-# glimmer2 branch: Muse Glimmer (docs/vllm-compat/muse.md): vLLM's stream does not join the
-# reasoning blocks with newlines, loses text-only content and an answer's content when the
-# remainder is framed, and streams framed content without its leading header; ours folds to
-# the message
+# Muse Glimmer (docs/vllm-compat/muse.md): vLLM's stream differs from its message in these
+# (reasoning blocks not joined, text-only and recipient-less content lost, framed content
+# without its header, every answer body, ...: README compatibility, "Muse Glimmer: the
+# stream"); ours folds to the message
 STREAM_AS_MESSAGE.update({_case_name(n): _case_name(n - 1)
                           for n in (7531, 7533, 7539, 7541, 7543, 9317, 9319, 9321, 9333, 9339,
                                     9343, 9345, 9351, 9383, 9387, 9389)})

@@ -34,7 +34,7 @@ NOT_SERVED_SERVERS: dict[str, str] = {
                                 "vLLM's olmo3 reads the text before </think> as reasoning "
                                 "where the prompt opens no <think>, derender's as content "
                                 "(not matched yet; served)",
-    # glimmer2 branch
+    # Muse Glimmer (issue 20)
     "-muse_glimmer-tool-chat-": "the muse_glimmer tool parser without the muse_glimmer "
                                 "reasoning parser, which reads every channel itself (refused at "
                                 "start-up, README compatibility)"}
