@@ -334,6 +334,13 @@ FORMATS["inkling"] = Format("Inkling", "inkling-standin", "inkling-standin", "in
                             '<|content_invoke_tool_json|>{"name": "get_weather", "args": '
                             '{"city": "Lisbon", "notes": "', '"}}<|end_message|>',
                             prefix="<|content_thinking|>", json_notes=True)
+# Muse Glimmer (issue 20; muse_glimmer both), a reasoning message then a
+# call message: held for vLLM's message within 1 KB, read message by message past it
+FORMATS["muse_glimmer"] = Format("Muse Glimmer", "muse-spark-standin", "muse-spark-standin",
+                                 "muse-spark-standin", "muse_glimmer", 200008,
+                                 FORMATS["muse"].head, FORMATS["muse"].tail,
+                                 prefix=" to=self<|message|>", strip_reasoning=False,
+                                 notes_ids=200)  # a call is held whole (as vLLM sends it)
 
 # xlam2 (issue 19): xLAM's list in a fence after the content, held from the fence to the end
 # (300 ids of notes: the held text stays within this bench's 4,096-character state)

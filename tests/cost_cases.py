@@ -241,6 +241,10 @@ PARAMETERS["muse"] = ('<|start|>assistant to=f<|message|><atem:function_calls>\n
                       '<atem:invoke name="f">\n', '<atem:parameter name="a">x</atem:parameter>\n',
                       '<atem:parameter name="a">x\n')
 
+# Muse Glimmer (issue 20): Muse Spark's call message (held whole within MAX_HELD)
+TEMPLATES["muse_glimmer"] = TEMPLATES["muse"]
+PARAMETERS["muse_glimmer"] = PARAMETERS["muse"]
+
 THINK = "<think>reasoning VALUE</think>\n\n"
 REASONING_TEMPLATES: dict[str, str] = {
     "qwen3": THINK + "<|im_start|><|im_end|>", "deepseek_r1": THINK, "deepseek_v3": THINK,
@@ -287,6 +291,11 @@ REASONING_TEMPLATES["granite"] = ("Here is my thought process:reasoning VALUE He
 REASONING_TEMPLATES["inkling"] = ("<|content_thinking|>reasoning VALUE<|end_message|>"
                                   "<|message_model|>VALUE<|content_text|>answer<|end_message|>")
 
+# Muse Glimmer (issue 20): two reasoning blocks (joined with a newline) and an answer
+REASONING_TEMPLATES["muse_glimmer"] = (
+    " to=self<|message|>reasoning VALUE<|eom|><|start|>assistant to=self<|message|>VALUE<|eom|>"
+    "<|start|>assistant to=user<|message|>answer<|eot|>")
+
 PAIRS: tuple[tuple[str | None, str | None], ...] = (
     *((None, t) for t in TEMPLATES),
     *((r, None) for r in REASONING_TEMPLATES),
@@ -307,6 +316,7 @@ PAIRS: tuple[tuple[str | None, str | None], ...] = (
     ("plamo3", "plamo3"), ("minicpmv", "qwen3_coder"), ("step3", "hermes"),  # branch qwen2
     ("k2_horizon", "k2_horizon"),  # branch k2h
     ("inkling", "inkling"),  # inkling branch
+    ("muse_glimmer", "muse_glimmer"),  # Muse Glimmer (issue 20)
 )
 """(reasoning parser, tool parser) pairings: every tool format and every reasoning parser
 alone, and each family's own pairing (step3p5 and nemotron_v3 with qwen3_coder, issue 22),

@@ -73,7 +73,8 @@ def test_every_format_is_registered_with_its_own_tag_and_state() -> None:
             "ernie45", "hunyuan_a13b",
             "plamo3", "granite",
             "step3", "apertus", "minicpm5", "k2_horizon", "inkling",
-            "cohere_command3", "cohere_command4", "dots"} == set(
+            "cohere_command3", "cohere_command4", "dots",
+            "muse_glimmer", "xlam"} == set(
                 {r.name for r in TOOL_RECORDS if r.tag is not None})
     own = [r.name for r in TOOL_RECORDS if r.machine is Machine.OWN]
     assert len({parsers.tool_format(name).state_type for name in own}) == len(own)

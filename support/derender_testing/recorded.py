@@ -15,8 +15,6 @@ from derender_testing.models import ROOT, tokenizer
 FIXTURES = ROOT / "tests" / "fixtures" / "vllm-0.33"
 
 NOT_IMPLEMENTED: frozenset[str] = frozenset({
-    "parser:muse_glimmer",  # Muse Glimmer (issue 20)
-    "reasoning_parser:muse_glimmer",  # its reasoning parser alone
 })
 """Fixture features recorded ahead of the code that serves them (a format recorded before its
 parser is written): cases with one of them are skipped, saying so, until it lands."""
@@ -34,7 +32,11 @@ NOT_SERVED_SERVERS: dict[str, str] = {
     "-olmo3-with-plamo3-chat-": "the olmo3 reasoning parser before the plamo3 tool parser: "
                                 "vLLM's olmo3 reads the text before </think> as reasoning "
                                 "where the prompt opens no <think>, derender's as content "
-                                "(not matched yet; served)"}
+                                "(not matched yet; served)",
+    # Muse Glimmer (issue 20)
+    "-muse_glimmer-tool-chat-": "the muse_glimmer tool parser without the muse_glimmer "
+                                "reasoning parser, which reads every channel itself (refused at "
+                                "start-up, README compatibility)"}
 """Recordings of a parser pairing derender refuses, by the server's slug in the case name:
 kept for when it is served, skipped saying why."""
 

@@ -409,6 +409,9 @@ TOOL_RECORDS: tuple[ToolRecord, ...] = (
     # fence, [TOOL_CALLS], <tool_call>, after </think>, or the whole output), held from its
     # opener to the end (formats/xlam.py)
     _own("xlam", "xlam", "FORMAT", 235),
+    # Muse Glimmer's reading of Muse's channels (issue 20, tags 240-249), with its reasoning
+    _own("muse_glimmer", "muse_glimmer", "FORMAT", 240, markers=MUSE_FRAMING, reads=_EVERY,
+         family="muse_glimmer", needs_reasoning=True),
 )
 """The tool-call formats."""
 
@@ -502,6 +505,10 @@ REASONING_RECORDS: tuple[ReasoningRecord, ...] = (
     ReasoningRecord("inkling", Machine.ENGINE, thinking=Thinking.KWARGS,
                     switch=Ref(_F + "inkling", "thinking"), family="inkling",
                     reasoning_config="inkling", markers=INKLING_MARKERS),
+    # Read by the muse_glimmer tool format's machine (issue 20)
+    ReasoningRecord("muse_glimmer", Machine.FAMILY, thinking=Thinking.KWARGS,
+                    switch=Ref(_F + "muse", "thinking"), family="muse_glimmer",
+                    reasoning_config="muse_glimmer", markers=MUSE_FRAMING),
 )
 """The reasoning formats."""
 

@@ -1,0 +1,213 @@
+"""The ``muse_glimmer`` tool and reasoning parsers: one machine, ``formats/muse_glimmer.py``.
+Expected values are vLLM 0.33's messages as recorded in tests/fixtures/vllm-0.33 (cases
+7520-7543 and 9300-9389, cited by number; the conformance replay checks every one through the
+app) and, marked, the README compatibility rows where we differ on purpose. Then: split
+invariance (any split of any output folds to the whole output's answer, markers as single
+tokens and as text, within ``MAX_HELD`` and past it), state round trips and size, pairing. The
+model is ``muse-spark-standin`` (Muse's framing tokens in GPT-2's vocabulary).
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from derender.core import parsers
+from derender.core.parsers.formats import muse, muse_glimmer
+from derender.core.parsers.registry import MARKUP
+from derender.core.parsers.tools import ToolContext
+from derender.core.state.codec import Reader, Writer, utf8_size
+
+SPELL = {marker: chr(0xE000 + MARKUP.index(marker)) for marker in MARKUP}
+S, M, EOM, EOT = (SPELL[m] for m in (muse.START, muse.MESSAGE, muse.EOM, muse.EOT))
+WEATHER = {"type": "function", "function": {"name": "get_weather", "parameters": {
+    "type": "object", "properties": {"city": {"type": "string"}, "unit": {"type": "string"}}}}}
+TOOLS = (WEATHER,)
+KEEP = ToolContext(spell=SPELL, tools=TOOLS)
+NOKEEP = ToolContext(spell=SPELL, tools=TOOLS, keep=False)
+REQUIRED = ToolContext(spell=SPELL, tools=TOOLS, required=True)
+PLAIN = ToolContext(tools=TOOLS)  # no marker a single token: markers spelled as text
+THOUGHT = "The user wants Paris weather; call the tool."
+ANSWER = "It is sunny in Paris, 22 °C."
+W = "get_weather.get_weather"
+PARIS = '{"city": "Paris", "unit": "c"}'
+SELF = f" to=self{M}{THOUGHT}"
+CALL = (f"{S}assistant to={W}{M}<atem:function_calls>\n<atem:invoke name=\"{W}\">\n"
+        '<atem:parameter name="city">Paris</atem:parameter>\n'
+        '<atem:parameter name="unit">c</atem:parameter>\n</atem:invoke>\n</atem:function_calls>')
+
+
+def as_text(text: str) -> str:
+    """``text`` with the markers written as text (a vocabulary without them as tokens)."""
+    return text.translate({ord(SPELL[m]): m for m in (muse.START, muse.MESSAGE, muse.EOM,
+                                                      muse.EOT)})
+
+
+def read(pieces: list[str], context: ToolContext = KEEP
+         ) -> tuple[str, str, list[tuple[str, str]]]:
+    """Reasoning, content and calls of the machine fed ``pieces``, the last one final; every
+    state reached encodes and decodes to itself; a call comes whole, in one delta."""
+    state = muse_glimmer.start()
+    reasoning = content = ""
+    calls: list[tuple[str, str]] = []
+    for k, piece in enumerate(pieces):
+        more, out, deltas, state = muse_glimmer.feed_reasoning(state, piece,
+                                                               k == len(pieces) - 1, context)
+        writer = Writer()
+        muse_glimmer.encode(state, writer)
+        reader = Reader(bytes(writer.out))
+        assert muse_glimmer.decode(reader) == state and reader.pos == len(writer.out)
+        reasoning, content = reasoning + more, content + out
+        for delta in deltas:
+            assert delta.index == len(calls) and delta.name is not None
+            calls.append((delta.name, delta.arguments))
+    return reasoning, content, calls
+
+
+def whole(text: str, context: ToolContext = KEEP) -> tuple[str, str, list[tuple[str, str]]]:
+    return read([text], context)
+
+
+# --------------------------------------------------------------------------- vLLM's messages
+
+
+def test_reasoning_blocks_join_with_newlines() -> None:  # 7528, 7530
+    answer = f"{S}assistant to=user{M}{ANSWER}{EOT}"
+    assert whole(SELF + EOM + answer) == (THOUGHT, ANSWER, [])
+    two = SELF + EOM + f"{S}assistant to=self{M}Second thought.{EOM}" + answer
+    assert whole(two) == (THOUGHT + "\nSecond thought.", ANSWER, [])
+
+
+def test_unframed_output_is_content() -> None:  # 7532
+    assert whole(ANSWER) == ("", ANSWER, [])
+
+
+def test_a_block_reaches_the_next_eom_wherever_it_is() -> None:  # 9342, 9344
+    reasoning, content, calls = whole(SELF + CALL + EOM)
+    assert (reasoning, content, calls) == (
+        as_text(THOUGHT + CALL) + "\n" + THOUGHT + as_text(S) + "assistant ", "", [])
+    answer = f"{S}assistant to=user{M}{ANSWER}{EOT}"
+    assert whole(SELF + EOT + answer) == (
+        THOUGHT + as_text(EOT + S) + "assistant ", ANSWER, [])
+
+
+def test_an_answer_runs_across_a_later_header() -> None:  # 9318
+    text = SELF + EOM + f"{S}assistant to=user{M}{ANSWER}{S}assistant to=self{M}Late.{EOM}"
+    assert whole(text) == (THOUGHT + "\nLate.",
+                           ANSWER + as_text(S) + "assistant to=self" + as_text(M) + "Late.", [])
+
+
+def test_calls_and_the_framed_remainder() -> None:  # 9322, 9340, 7538, 9356
+    commentary = CALL.replace(f"to={W}", "to=commentary")
+    assert whole(SELF + EOM + commentary + EOM) == (THOUGHT, "", [("get_weather", PARIS)])
+    unclosed = CALL.replace("Paris</atem:parameter>\n<atem:parameter name=\"unit\">c"
+                            "</atem:parameter>", "Paris")
+    assert whole(SELF + EOM + unclosed + EOM) == (THOUGHT, "", [("get_weather", "{}")])
+    cut = CALL[:CALL.index("Paris") + 3]
+    assert whole(SELF + EOM + cut) == (THOUGHT, " " + as_text(cut), [])
+    assert whole(SELF + EOM + cut, NOKEEP) == (THOUGHT, " " + as_text(cut), [])
+    assert whole(SELF + EOM + CALL + EOM, REQUIRED) == (THOUGHT, "", [("get_weather", PARIS)])
+
+
+def test_cut_off_reasoning() -> None:  # 9348
+    assert whole(SELF) == (THOUGHT, "", [])
+
+
+def test_markers_written_as_text_read_alike() -> None:
+    text = SELF + EOM + CALL + EOM + f"{S}assistant to=user{M}Done.{EOT}"
+    assert whole(as_text(text), PLAIN) == whole(text)
+
+
+# --------------------------------------------------------------------------- any split
+
+WIDE = "\U0001F600"
+PIECES = [SELF, " to=self", M, EOM, EOT, S, "assistant", " to=", "user", "commentary", W,
+          "<atem:function_calls>", "<atem:invoke", f' name="{W}">',
+          '<atem:parameter name="city">', "</atem:parameter>", "</atem:invoke>", CALL,
+          "Zürich 😀 ", " ", "\n", "t", "to", "<", '{"k": 1}', WIDE * 300, "x" * 900]
+"""Markup pieces, and long runs that cross ``MAX_HELD`` (and the left-to-right reading's
+bounds past it)."""
+texts = st.lists(st.sampled_from(PIECES), max_size=16).map("".join)
+
+
+@settings(max_examples=100, deadline=None)
+@given(text=texts, data=st.data())
+def test_any_split_reads_as_the_whole(text: str, data: st.DataObject) -> None:
+    context = data.draw(st.sampled_from([KEEP, NOKEEP, REQUIRED]), label="context")
+    cuts = sorted(data.draw(st.sets(st.integers(0, len(text)), max_size=10), label="cuts"))
+    bounds = [0, *cuts, len(text)]
+    pieces = [text[bounds[i]:bounds[i + 1]] for i in range(len(bounds) - 1)]
+    assert read(pieces, context) == whole(text, context)
+    plain = ToolContext(tools=TOOLS, keep=context.keep, required=context.required)
+    assert read([as_text(p) for p in pieces], plain) == whole(as_text(text), plain)
+
+
+# --------------------------------------------------------------------------- past MAX_HELD
+
+
+def test_within_max_held_nothing_is_given_before_the_end() -> None:
+    state = muse_glimmer.start()
+    for piece in (SELF, EOM, CALL):
+        reasoning, content, calls, state = muse_glimmer.feed_reasoning(state, piece, False,
+                                                                       KEEP)
+        assert (reasoning, content, calls) == ("", "", [])
+
+
+def test_past_max_held_messages_are_read_left_to_right() -> None:
+    """README compatibility: an output over ``MAX_HELD`` bytes is read message by message:
+    reasoning bodies joined with newlines, ``user`` bodies content, calls from tool bodies; a
+    later unterminated block no longer takes the earlier reasoning away, text between
+    messages is dropped and a call message that parses no call is not content."""
+    long = WIDE * (muse_glimmer.MAX_HELD // 4)
+    second = f"{S}assistant to=self{M}more"
+    answer = f"{S}assistant to=user{M}{ANSWER}{EOT}"
+    pieces = [SELF + long, EOM, CALL, EOM, answer, second]
+    assert utf8_size("".join(pieces)) > muse_glimmer.MAX_HELD
+    assert read(pieces) == whole("".join(pieces)) == (
+        THOUGHT + long + "\nmore", ANSWER, [("get_weather", PARIS)])
+    # within the bound, vLLM's message (its classes, run on this text, give it): the
+    # unterminated last block is all the reasoning
+    short = "".join(pieces).replace(long, "")
+    assert whole(short) == ("more", f"{ANSWER}", [("get_weather", PARIS)])
+
+
+def test_state_stays_under_its_bound() -> None:
+    """Held: the output (``MAX_HELD``) and what the left-to-right reading gave of it; read
+    left to right: ``muse``'s bounds (an invoke, ``MAX_CALL``; framing, ``MAX_PEND``)."""
+    bound = 2 * muse_glimmer.MAX_HELD + muse.MAX_CALL + 4 * muse.MAX_PEND
+    for pieces in ([SELF, EOM, f'{S}assistant to={W}{M}<atem:invoke name="x">'] + [WIDE] * 3000,
+                   [SELF] + [WIDE] * 3000, [WIDE] * 3000):
+        state, largest = muse_glimmer.start(), 0
+        for piece in pieces:
+            _, _, _, state = muse_glimmer.feed_reasoning(state, piece, False, KEEP)
+            writer = Writer()
+            muse_glimmer.encode(state, writer)
+            largest = max(largest, len(writer.out))
+        assert state.streaming
+        assert muse_glimmer.MAX_HELD < largest < bound
+
+
+def test_a_state_over_its_bound_is_refused() -> None:
+    writer = Writer()
+    muse_glimmer.encode(muse_glimmer.GlimmerState("x" * (muse_glimmer.MAX_HELD + 1)), writer)
+    with pytest.raises(ValueError, match="not a muse_glimmer state"):
+        muse_glimmer.decode(Reader(bytes(writer.out)))
+
+
+# --------------------------------------------------------------------------- registry
+
+
+@pytest.mark.parametrize(("reasoning_parser", "tool_parser", "refused"), [
+    ("muse_glimmer", "muse_glimmer", None), ("muse_glimmer", None, None),
+    (None, "muse_glimmer", "tool parser 'muse_glimmer' serves only with its family's "
+                           "reasoning parser (muse_glimmer)"),
+    ("muse", "muse_glimmer", "serves only with its family's reasoning parser"),
+    ("muse_glimmer", "muse", "serves only with its family's reasoning parser (muse)"),
+    ("muse_glimmer", "hermes", "reasoning parser 'muse_glimmer' is read by its family's tool "
+                               "parser (muse_glimmer)"),
+])
+def test_pairing(reasoning_parser: str | None, tool_parser: str | None,
+                 refused: str | None) -> None:
+    error = parsers.pairing_error(reasoning_parser, tool_parser)
+    assert (error is None) if refused is None else (error is not None and refused in error)
