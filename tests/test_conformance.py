@@ -1210,6 +1210,11 @@ ISSUE_19_20: dict[tuple[int, int], tuple[int, str]] = {
                        "9852-9865, qwen3 reasoning with muse tools 9866-9879 (recorded ahead)"),
     # branch dots
     (10000, 10199): (82, "dots 10000-10081"),
+    # pair3 branch
+    (10800, 10999): (60, "olmo3 reasoning with inkling tools 10800-10809, inkling reasoning "
+                         "with hermes 10810-10819, olmo3 with dots 10820-10829, deepseek_r1 "
+                         "with step3 10830-10839, qwen3 with minicpm5 10840-10849, olmo3 with "
+                         "k2_horizon 10850-10859"),
 }
 """The recordings of issues 19 and 20 by number range: how many cases, of which names."""
 
