@@ -1,13 +1,14 @@
 """More pairings of a tool parser with another family's reasoning parser (issue 19, branch
 pair3, cases 10800-…): ``inkling`` tools after ``olmo3``'s reasoning and ``inkling``'s
-reasoning before ``hermes``; ``dots`` and ``k2_horizon`` tools after ``olmo3``'s reasoning; ``step3`` tools after ``deepseek_r1``'s and ``minicpm5`` tools after
-``qwen3``'s. vLLM refuses ``qwen3`` and ``deepseek_r1`` on the stand-ins without a
-``<think>`` token (``inkling-standin``, ``cohere-standin``, ``dots-standin``,
-``k2h-standin``: ``BaseThinkingReasoningParser`` looks the markers up at start-up); ``olmo3``
-reads ``</think>`` as text and is accepted there. ``cohere_command4`` tools after another
-family's reasoning parser are refused by vLLM at start-up (its ``CohereCommandParser`` asserts
-that the reasoning parser, when there is one, is Cohere's): not recorded. Step 3 and MiniCPM5 are recorded on Qwen3's
-vocabulary (as their own tables).
+reasoning before ``hermes``; ``dots`` and ``k2_horizon`` tools after ``olmo3``'s reasoning;
+``step3`` tools after ``deepseek_r1``'s and ``minicpm5`` tools after ``qwen3``'s. vLLM refuses
+``qwen3`` and ``deepseek_r1`` on the stand-ins without a ``<think>`` token
+(``inkling-standin``, ``dots-standin``, ``k2h-standin``: ``BaseThinkingReasoningParser``
+looks the markers up at start-up); ``olmo3`` reads ``</think>`` as text and is accepted
+there. ``cohere_command4`` tools after another family's reasoning parser are refused by vLLM
+at start-up (its ``CohereCommandParser`` asserts that the reasoning parser, when there is one,
+is Cohere's): not recorded. Step 3 and MiniCPM5 are recorded on Qwen3's vocabulary (as their
+own tables).
 
 Usage (the peer folders are copies of the test model folders, as the families' own tables
 say; ports in the order of ``PAIRS``):
