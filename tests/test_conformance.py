@@ -997,9 +997,12 @@ STREAM_AS_MESSAGE.update({_case_name(n): _case_name(n - 1)
 # inkling text block keeps its framing (10803); hermes after inkling's reasoning streams
 # <|end_message|> as content (10813, 10819); step3 after deepseek_r1 streams a call cut off in
 # its arguments with "" arguments (10837); minicpm5 after qwen3 streams the call's markup as
-# content too (10841). Ours fold to the twin's message.
+# content too (10841); dots after qwen3 streams the "\n\n" after </think> as content (the
+# message drops it before a call) and a call cut off in its arguments not at all (10861,
+# 10867). Ours fold to the twin's message.
 STREAM_AS_MESSAGE.update({_case_name(n): _case_name(n - 1) for n in (
-    10801, 10803, 10805, 10807, 10813, 10819, 10821, 10825, 10837, 10841, 10851, 10855)})
+    10801, 10803, 10805, 10807, 10813, 10819, 10821, 10825, 10837, 10841, 10851, 10855, 10861,
+    10867)})
 # ... where we differ on purpose (README compatibility): hermes returns a call cut off in its
 # arguments with the arguments written so far (its row); inkling's tool parser after a
 # reasoning parser that is not engine-based strips its framing from an output with no call
@@ -1227,10 +1230,10 @@ ISSUE_19_20: dict[tuple[int, int], tuple[int, str]] = {
     # branch dots
     (10000, 10199): (82, "dots 10000-10081"),
     # pair3 branch
-    (10800, 10999): (60, "olmo3 reasoning with inkling tools 10800-10809, inkling reasoning "
+    (10800, 10999): (70, "olmo3 reasoning with inkling tools 10800-10809, inkling reasoning "
                          "with hermes 10810-10819, olmo3 with dots 10820-10829, deepseek_r1 "
                          "with step3 10830-10839, qwen3 with minicpm5 10840-10849, olmo3 with "
-                         "k2_horizon 10850-10859"),
+                         "k2_horizon 10850-10859, qwen3 with dots 10860-10869"),
 }
 """The recordings of issues 19 and 20 by number range: how many cases, of which names."""
 

@@ -1,14 +1,14 @@
 """More pairings of a tool parser with another family's reasoning parser (issue 19, branch
 pair3, cases 10800-…): ``inkling`` tools after ``olmo3``'s reasoning and ``inkling``'s
 reasoning before ``hermes``; ``dots`` and ``k2_horizon`` tools after ``olmo3``'s reasoning;
-``step3`` tools after ``deepseek_r1``'s and ``minicpm5`` tools after ``qwen3``'s. vLLM refuses
-``qwen3`` and ``deepseek_r1`` on the stand-ins without a ``<think>`` token
+``step3`` tools after ``deepseek_r1``'s, ``minicpm5`` and ``dots`` tools after ``qwen3``'s.
+vLLM refuses ``qwen3`` and ``deepseek_r1`` on the stand-ins without a ``<think>`` token
 (``inkling-standin``, ``dots-standin``, ``k2h-standin``: ``BaseThinkingReasoningParser``
 looks the markers up at start-up); ``olmo3`` reads ``</think>`` as text and is accepted
 there. ``cohere_command4`` tools after another family's reasoning parser are refused by vLLM
 at start-up (its ``CohereCommandParser`` asserts that the reasoning parser, when there is one,
 is Cohere's): not recorded. Step 3 and MiniCPM5 are recorded on Qwen3's vocabulary (as their
-own tables).
+own tables), and dots too (its markers are text of several ids on any vocabulary).
 
 Usage (the peer folders are copies of the test model folders, as the families' own tables
 say; ports in the order of ``PAIRS``):
@@ -28,8 +28,12 @@ say; ports in the order of ``PAIRS``):
         --tool-call-parser minicpm5 $A
     $S k2h-standin 8753 --served-model-name k2h-standin --reasoning-parser olmo3 \\
         --tool-call-parser k2_horizon $A
-    .venv/bin/python scripts/record_tool_fixtures.py pairing3 0 0 0 8751 8752 8753 \\
+    .venv/bin/python scripts/record_tool_fixtures.py pairing3 0 0 0 8751 8752 8753 0 \\
         --only $(seq 10830 10859)
+    $S q3x-step3 8751 --served-model-name qwen3 --reasoning-parser qwen3 \\
+        --tool-call-parser dots $A
+    .venv/bin/python scripts/record_tool_fixtures.py pairing3 0 0 0 0 0 0 8751 \\
+        --only $(seq 10860 10869)
 
 Every case is recorded non-streaming and then streamed.
 """
@@ -57,6 +61,7 @@ PAIRS = {  # server key: (model, reasoning parser, tool parser, EOS id, extra fl
     "r1_step3": ("qwen3", "deepseek_r1", "step3", s3.IM_END, []),
     "qwen3_minicpm5": ("qwen3", "qwen3", "minicpm5", m5.IM_END, []),
     "olmo3_k2h": ("k2h-standin", "olmo3", "k2_horizon", k2.EOS, []),
+    "qwen3_dots": ("qwen3", "qwen3", "dots", m5.IM_END, []),
 }
 
 
