@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from derender.core.parsers import reasoning
 from derender.core.parsers.formats import olmo3
 from derender.core.parsers.primitives import merge
+from derender.core.parsers.registry import REASONING_BY_NAME
 from derender.core.parsers.tools import ToolCallDelta, ToolContext
 from derender.core.state.codec import Reader, Writer
 from derender_testing.models import vocabulary
@@ -135,6 +136,13 @@ def test_reasoning_is_the_text_before_the_first_end(number: int, eos: int) -> No
                               text, True, {})
     assert (delta.reasoning or None, delta.content or None) == (
         message["reasoning"], message["content"])
+
+
+def test_a_legacy_parser() -> None:
+    """vLLM's ``Olmo3ReasoningParser`` is not engine-based (``engine_based_streaming`` false):
+    paired with it an engine tool parser reads calls only when they may be returned (plamo3
+    without ``tools`` or under "none": the markup is content, 9838, 9840)."""
+    assert REASONING_BY_NAME["olmo3"].legacy
 
 
 @pytest.mark.parametrize("ending", ["", "<think>", "<think>\n"])
