@@ -402,26 +402,21 @@ MESSAGE_DIFFERENCES.update({_case_name(n): ours for n, ours in (
 # reasoning until a </think>, so with both parsers every stream without one is reasoning; the
 # tool parser streams only output starting with "<" and cannot join lines across chunks.
 STREAM_AS_MESSAGE.update({_case_name(n): _case_name(n - 1) for n in (
-    *range(3463, 3506, 2), 3507, 3511, 3513, 3517, 3521, 3527, 3529, 3531, 3533, 3537, 3539,
-    3541, 3543, 3545, 3547, 3553, 3555)})
+    *range(3463, 3476, 2), *range(3479, 3506, 2), 3507, 3511, 3513, 3515, 3517, 3521, 3527,
+    3529, 3531, 3533, 3537, 3539, 3541, 3543, 3545, 3547, 3553, 3555)})
 # ... and its messages where we differ on purpose (README compatibility, olmo3 rows): text
 # before <function_calls> stays content; a later unreadable call keeps the calls before it;
-# the block is read under "required" and a named choice; reasoning is read only from a
-# <think> opening the output (or the prompt), and is reasoning without its </think> too.
+# the block is read under "required" and a named choice. (Reasoning: vLLM's message, 3512-3516;
+# 3477's stream passes the 512 characters held for a </think>: reasoning, as vLLM's stream.)
 _THOUGHT = "The user wants Paris weather; call the tool."
 MESSAGE_DIFFERENCES.update({_case_name(n): ours for n, ours in (
     (3482, ("Let me check the weather.\n", [_PARIS_C], "tool_calls")),
     (3498, (", get_time(x=)</function_calls>", [("get_weather", {"city": "Paris"})],
             "tool_calls")),
-    (3512, (_THOUGHT + "</think>It is sunny.", [], "stop")),
-    (3514, (None, [], "stop")),
-    (3516, ("Hmm. <think>" + _THOUGHT + "</think>It is sunny.", [], "stop")),
     (3536, ("", [_PARIS_C], "tool_calls")),
     (3542, ("", [_PARIS_C], "stop")),
     (3552, ("<think>" + _THOUGHT + "</think>", [_PARIS_C], "tool_calls")),
 )})
-MESSAGE_REASONING.update({_case_name(3512): None, _case_name(3514): _THOUGHT,
-                          _case_name(3516): None})
 # lfm2 (branch pythonic2, docs/vllm-compat/pythonic.md): vLLM streams the text around the
 # block unstripped and an echo after it before its end marker arrives, nothing for an
 # unreadable block or one cut off by the end of the output (or streams the first call of an
@@ -1002,6 +997,30 @@ STREAM_AS_MESSAGE.update({_case_name(n): _case_name(n - 1)
 # cut off in its arguments keeps the arguments read so far, as after K3's own reasoning (7050),
 # and the content is null (vLLM: no call, the whitespace after </think>, "\n\n")
 MESSAGE_DIFFERENCES[_case_name(9822)] = (None, [("get_weather", '{"city": "Par')], "length")
+# pair3 branch: the olmo3 reasoning parser before the plamo3 tool parser (9826-9851): vLLM's
+# olmo3 streams everything as reasoning until a </think> (its message: content when none
+# comes), and its plamo3 loses calls split across chunks; ours fold to the twin's message
+STREAM_AS_MESSAGE.update({_case_name(n): _case_name(n - 1)
+                          for n in (9827, 9829, 9833, 9835, 9837, 9843, 9845, 9847, 9849)})
+# ... and the pairings of 10800-10859 (docs/recording/pairing.md): vLLM's streams differ from
+# its messages: after olmo3's reasoning an output with no </think> streams as reasoning (10805,
+# 10825, 10855) and the calls after one stream as content (10801, 10807, 10821, 10851), an
+# inkling text block keeps its framing (10803); hermes after inkling's reasoning streams
+# <|end_message|> as content (10813, 10819); step3 after deepseek_r1 streams a call cut off in
+# its arguments with "" arguments (10837); minicpm5 after qwen3 streams the call's markup as
+# content too (10841); dots after qwen3 streams the "\n\n" after </think> as content (the
+# message drops it before a call) and a call cut off in its arguments not at all (10861,
+# 10867). Ours fold to the twin's message.
+STREAM_AS_MESSAGE.update({_case_name(n): _case_name(n - 1) for n in (
+    10801, 10803, 10805, 10807, 10813, 10819, 10821, 10825, 10837, 10841, 10851, 10855, 10861,
+    10867)})
+# ... where we differ on purpose (README compatibility): hermes returns a call cut off in its
+# arguments with the arguments written so far (its row); inkling's tool parser after a
+# reasoning parser that is not engine-based strips its framing from an output with no call
+# (vLLM: the output as written, the framing kept)
+MESSAGE_DIFFERENCES.update({
+    _case_name(10816): (None, [("get_weather", '{"city": "Par')], "length"),
+    _case_name(10802): ("It is sunny in Paris, 22 °C.", [], "stop")})
 
 
 # Muse Glimmer (docs/vllm-compat/muse.md): vLLM's stream differs from its message in these
@@ -1225,10 +1244,15 @@ ISSUE_19_20: dict[tuple[int, int], tuple[int, str]] = {
                                  "(both parsers), 9776-9799 (each alone)"),
     # pairing2 branch
     (9800, 9999): (80, "kimi_k3 tools after qwen3 reasoning 9800-9825, plamo3 tools after "
-                       "olmo3 9826-9851 (not matched yet), muse reasoning with hermes "
+                       "olmo3 9826-9851, muse reasoning with hermes "
                        "9852-9865, qwen3 reasoning with muse tools 9866-9879 (recorded ahead)"),
     # branch dots
     (10000, 10199): (82, "dots 10000-10081"),
+    # pair3 branch
+    (10800, 10999): (70, "olmo3 reasoning with inkling tools 10800-10809, inkling reasoning "
+                         "with hermes 10810-10819, olmo3 with dots 10820-10829, deepseek_r1 "
+                         "with step3 10830-10839, qwen3 with minicpm5 10840-10849, olmo3 with "
+                         "k2_horizon 10850-10859, qwen3 with dots 10860-10869"),
 }
 """The recordings of issues 19 and 20 by number range: how many cases, of which names."""
 

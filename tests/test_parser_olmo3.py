@@ -19,8 +19,11 @@ from hypothesis import strategies as st
 from derender.core.parsers import reasoning
 from derender.core.parsers.formats import olmo3
 from derender.core.parsers.primitives import merge
+from derender.core.parsers.registry import REASONING_BY_NAME
 from derender.core.parsers.tools import ToolCallDelta, ToolContext
 from derender.core.state.codec import Reader, Writer
+from derender_testing.models import vocabulary
+from derender_testing.recorded import output_text, recorded_chat
 from derender_testing.tool_streams import requests, run_both
 from tests.test_parser_properties import PROPS
 from tests.test_parser_rules import calls, chat, fields, ids_of
@@ -28,6 +31,7 @@ from tests.test_parser_rules import calls, chat, fields, ids_of
 MODEL = "olmo3-standin"
 EOS = 100265
 IM_START = 100264
+PLAMO3_EOS = 50260  # plamo3-standin's end of turn (scripts/tool_cases/plamo3.py)
 THOUGHT = "The user wants Paris weather; call the tool."
 PARIS_C = ("get_weather", {"city": "Paris", "unit": "c"})
 SINGLE = "<function_calls>\nget_weather(city='Paris', unit='c')\n</function_calls>"
@@ -118,9 +122,35 @@ def test_markers_after_the_start_are_text(both: Any) -> None:  # 3518, 3520
     assert fields(ask(both, "<think>a<think>b</think>c")) == ("c", "a<think>b", 0, "stop")
 
 
-def test_a_prompt_ending_in_think_opens_reasoning(both: Any) -> None:  # 3512 (vLLM's message)
-    choice = ask(both, THOUGHT + "</think>It is sunny.", ending="<think>")
+@pytest.mark.parametrize(("number", "eos"), [(3512, EOS), (3514, EOS), (3516, EOS), (3548, EOS),
+                                             (9830, PLAMO3_EOS), (9846, -1)])
+def test_reasoning_is_the_text_before_the_first_end(number: int, eos: int) -> None:
+    """vLLM's message (recorded): the text before the first ``</think>`` is reasoning (a
+    leading ``<think>`` dropped) whatever the prompt, the rest content; without a
+    ``</think>`` the output is content as written (9830, 9846: before plamo3's tools)."""
+    case = recorded_chat(number)
+    text = output_text(case, eos)
+    message = case["message"]
+    fmt = reasoning.FORMATS["olmo3"]
+    delta, _ = reasoning.feed(fmt, reasoning.start(fmt, vocabulary(case["model"]), None, True),
+                              text, True, {})
+    assert (delta.reasoning or None, delta.content or None) == (
+        message["reasoning"], message["content"])
+
+
+def test_a_legacy_parser() -> None:
+    """vLLM's ``Olmo3ReasoningParser`` is not engine-based (``engine_based_streaming`` false):
+    paired with it an engine tool parser reads calls only when they may be returned (plamo3
+    without ``tools`` or under "none": the markup is content, 9838, 9840)."""
+    assert REASONING_BY_NAME["olmo3"].legacy
+
+
+@pytest.mark.parametrize("ending", ["", "<think>", "<think>\n"])
+def test_the_prompt_does_not_open_or_close_reasoning(both: Any, ending: str) -> None:
+    choice = ask(both, THOUGHT + "</think>It is sunny.", ending=ending)  # 3512
     assert fields(choice) == ("It is sunny.", THOUGHT, 0, "stop")
+    choice = ask(both, "<think>" + THOUGHT, ending=ending)  # 3514
+    assert fields(choice) == ("<think>" + THOUGHT, None, 0, "stop")
 
 
 def test_without_reasoning_the_tool_parser_reads_all(both: Any) -> None:  # 3462, 3502
@@ -151,9 +181,9 @@ def _tool_all(parts: list[str]) -> tuple[str, list[ToolCallDelta]]:
     return "".join(content), merge(deltas)
 
 
-def _reasoning_all(parts: list[str], opened: bool) -> tuple[str, str]:
+def _reasoning_all(parts: list[str]) -> tuple[str, str]:
     fmt = reasoning.FORMATS["olmo3"]
-    state = reasoning.ReasoningState(opened)
+    state = reasoning.ReasoningState(True)  # (start's, whatever the prompt)
     pieces: list[tuple[str, str]] = []
     for k, part in enumerate(parts):
         delta, state = reasoning.feed(fmt, state, part, k == len(parts) - 1, {})
@@ -174,8 +204,7 @@ def _cut(text: str, data: st.DataObject) -> list[str]:
 def test_any_split_reads_as_the_whole(pieces: list[str], data: st.DataObject) -> None:
     text = "".join(pieces)
     assert _tool_all(_cut(text, data)) == _tool_all([text])
-    opened = data.draw(st.booleans(), label="opened")
-    assert _reasoning_all(_cut(text, data), opened) == _reasoning_all([text], opened)
+    assert _reasoning_all(_cut(text, data)) == _reasoning_all([text])
 
 
 @st.composite

@@ -29,10 +29,6 @@ NOT_SERVED_SERVERS: dict[str, str] = {
                                "(refused at start-up, README compatibility)",
     "-qwen3-with-muse-chat-": "another family's reasoning parser with the muse tool parser "
                               "(refused at start-up, README compatibility)",
-    "-olmo3-with-plamo3-chat-": "the olmo3 reasoning parser before the plamo3 tool parser: "
-                                "vLLM's olmo3 reads the text before </think> as reasoning "
-                                "where the prompt opens no <think>, derender's as content "
-                                "(not matched yet; served)",
     # Muse Glimmer (issue 20)
     "-muse_glimmer-tool-chat-": "the muse_glimmer tool parser without the muse_glimmer "
                                 "reasoning parser, which reads every channel itself (refused at "

@@ -426,9 +426,10 @@ def parser_settings(reasoning_parser: str | None, tool_parser: str | None,
     engine_reasoning, mode = pair.engine_reasoning, pair.mode
     if tool is not None and tool.reads is Reads.WITH_CALLS:
         keep = tools and (forced or choice == "auto")
-    elif tool is not None and tool.reads is Reads.EVERY_OUTPUT:
+    elif tool is not None and tool.reads is Reads.EVERY_OUTPUT and not legacy:
         # the engine reads every output: without tools its calls are dropped, under "none"
-        # hidden with their markup
+        # hidden with their markup (after a legacy reasoning parser it reads only what may be
+        # called, as every tool parser: vLLM's _engine_based is false; 9838, 9840)
         tools, keep = True, bool(request.tools) and (forced or choice == "auto")
     first = pair.front if tools else None
     if (mode == REASONING_ONLY or (pair.front and first is None)) and own is not None:
@@ -446,8 +447,9 @@ def parser_settings(reasoning_parser: str | None, tool_parser: str | None,
     kwargs = template_kwargs(request) if pair.tool_mode or pair.reasoning_mode else {}
     reasoning_mode = pair.reasoning_mode(kwargs) if pair.reasoning_mode else 0
     tool_mode = pair.tool_mode(kwargs) if pair.tool_mode and tools else 0  # (vLLM: when read)
-    if mode == TOOLS and tool is not None and tools:
-        switch = engine_config(tool.name).tools_think  # the tools alone read think markers
+    if mode in (TOOLS, FOREIGN) and tool is not None and tools:
+        # the tools alone (or after another family's reasoning parser, 9834) read think markers
+        switch = engine_config(tool.name).tools_think
         engine_thinking = switch is not None and switch(template_kwargs(request))
     return ParserSettings(
         reasoning=fmt, thinking=template_thinking(request) if engine_reasoning else thinking,

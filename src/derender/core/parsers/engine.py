@@ -255,9 +255,9 @@ class EngineConfig:
     """Reasoning keeps its trailing whitespace (vLLM's ``strip_trailing_reasoning_whitespace``
     off: PLaMo 3)."""
     tools_think: Callable[[dict[str, object]], bool] | None = None
-    """The tool parser alone reads the think terminals too, starting in content, when this
-    switch of the template kwargs is on (PLaMo 3: its end-of-thinking marker there is
-    dropped, vLLM's 6700-6709)."""
+    """The tool parser alone, or after another family's reasoning parser, reads the think
+    terminals too, starting in content, when this switch of the template kwargs is on
+    (PLaMo 3: its end-of-thinking marker there is dropped, vLLM's 6700-6709, 9834)."""
     cut_marker: Callable[[str, bool], str] | None = None
     """Applied at the end of the output to the text of content, reasoning and names held
     there (PLaMo 3: a partial marker ending it is dropped); every text that may end so is held
@@ -529,7 +529,7 @@ def start(fmt: ToolFormat[Any], config: EngineConfig, thinking: bool, mode: str 
     state: EngineState = fmt.start()
     reads = mode not in (TOOLS, FOREIGN) and bool(config.think_transitions)
     think = reads and (thinking or config.think_always)
-    if mode == TOOLS and config.tools_think is not None and thinking:
+    if mode in (TOOLS, FOREIGN) and config.tools_think is not None and thinking:
         think = True  # read, from content
     phase = REASONING if reads and thinking else CONTENT
     mute = 0

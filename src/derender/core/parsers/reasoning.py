@@ -26,8 +26,10 @@ could still become a marker. Formats, as vLLM 0.33 names them:
   ``<|tool_calls_section_begin|>`` ending reasoning (kept for the tool parser), trailing
   whitespace of reasoning dropped; off (all content) when the template kwargs set ``thinking``
   or ``enable_thinking`` and neither is truthy.
-- ``olmo3``: ``<think>`` read only where the output starts (or the prompt's text ending with
-  it), the first ``</think>`` ends reasoning, nothing is read after it (``at_start_only``).
+- ``olmo3``: the output starts in reasoning whatever the prompt (a ``<think>`` read only where
+  it starts), the first ``</think>`` ends reasoning, nothing is read after it
+  (``at_start_only``); reasoning never closed is held and the output is then content as
+  written (``holds_reasoning``).
 - ``ernie45``: ``deepseek_r1``'s rules; then the content is the answer inside
   ``<response>``…``</response>`` when both are there in that order (``response``, read by
   ``_answer``: text before the first ``<response>`` and after the last ``</response>``
@@ -164,6 +166,11 @@ class ReasoningFormat:
     empty_reasoning: bool = False
     """The message's reasoning is "" rather than null when there is none (k2_horizon: vLLM's
     ``extract_reasoning`` always returns a string)."""
+    holds_in_streams_only: bool = False
+    """``holds_reasoning``: the ``MAX_SWAP`` bound cuts only a hold a stream would carry on
+    (olmo3): text read at once, or with the stream's last chunk, is read as vLLM's message
+    reads it however long; a stream whose reasoning passes the bound before it ends goes out
+    as reasoning (as vLLM's stream does)."""
 
     def markers(self, reasoning: bool, stage: int = 0) -> tuple[str, ...]:
         if self.at_start_only:
@@ -228,7 +235,11 @@ FORMATS = {
     # (parsers.m3_thinking) [819, 825, 827, 829, 831, 833]
     "minimax_m3": ReasoningFormat("minimax_m3", start="<mm:think>", end="</mm:think>",
                                   starts_in_content=True, opens_once=True),
-    "olmo3": ReasoningFormat("olmo3", at_start_only=True),
+    # OLMo 3: vLLM's message regex ``^(?:<think>)?(.*?)</think>(.*)$``: everything before the
+    # first </think> is reasoning whatever the prompt, no </think> leaves the output content as
+    # written (held, as hunyuan_a13b's; the bound for streams only) [3512-3516, 9826-9851]
+    "olmo3": ReasoningFormat("olmo3", at_start_only=True, always_open=True,
+                             holds_reasoning=True, holds_in_streams_only=True),
     # Hunyuan-A13B: olmo3's reading with its own tags, the answer ending at "\n</answer>"
     # (wrapped2)
     "hunyuan_a13b": ReasoningFormat("hunyuan_a13b", at_start_only=True, start="<think>\n",
@@ -269,10 +280,12 @@ FORMATS = {
 }
 
 
-FRESH, BEFORE, AFTER, DROPPED, HIDDEN = range(5)
+FRESH, BEFORE, AFTER, DROPPED, HIDDEN, UNMARKED = range(6)
 """Stages of an ``opens_once`` format outside reasoning: at the output's start; before a
 reasoning block; after it; (a ``content_end`` format) after the content's end. ``HIDDEN``: an
-``off_hides`` format with thinking off (its blocks are dropped)."""
+``off_hides`` format with thinking off (its blocks are dropped). ``UNMARKED``: an
+``always_open`` format that puts its ``start`` back (``held_start``) in reasoning the output
+did not open with ``start`` (nothing to put back)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -586,13 +599,15 @@ def _held(fmt: ReasoningFormat, state: ReasoningState, delta: ReasoningDelta,
     if state.answer == PLAIN or not (state.kept or delta.reasoning):
         return delta, replace(after, answer=state.answer)
     kept = state.kept + delta.reasoning
-    if not after.reasoning or len(kept) > MAX_SWAP:  # closed, or too long to hold: reasoning
+    too_long = len(kept) > MAX_SWAP and not (final and fmt.holds_in_streams_only)
+    if not after.reasoning or too_long:  # closed, or too long to hold: reasoning
         return (ReasoningDelta(kept, delta.content),
                 replace(after, answer=PLAIN if after.reasoning else state.answer))
     if not final:
         return ReasoningDelta("", delta.content), replace(after, kept=kept)
     # never closed: the whole output is content, as written, up to the content's end
-    content = (spell.get(fmt.start, fmt.start) if fmt.held_start else "") + kept
+    opened = fmt.held_start and after.stage != UNMARKED
+    content = (spell.get(fmt.start, fmt.start) if opened else "") + kept
     end = content.find(spell.get(fmt.content_end, fmt.content_end)) if fmt.content_end else -1
     return ReasoningDelta("", content if end < 0 else content[:end]), replace(after, kept="")
 
@@ -631,7 +646,7 @@ def _split(fmt: ReasoningFormat, state: ReasoningState, text: str, final: bool,
         elif start_think.startswith(buffer) and not final:
             return ReasoningDelta("", ""), ReasoningState(in_reasoning, buffer)
         else:
-            stage = BEFORE
+            stage = UNMARKED if fmt.always_open and fmt.held_start else BEFORE
     if fmt.opens_once and not in_reasoning and stage == FRESH:
         if buffer.startswith(end_think):  # a stray closer opening the output is dropped
             pos, stage = len(end_think), AFTER
@@ -728,7 +743,7 @@ def decode(reasoning: bool, r: Reader) -> ReasoningState:
     held, bits = r.text(), r.uint()
     swap, stage = bits & 1, bits >> 1 & 7
     answering, spoke = bool(bits & _ANSWERING), bool(bits & _SPOKE)
-    if bits >> 8 or stage > HIDDEN or (swap and (answering or stage == HIDDEN)):
+    if bits >> 8 or stage > UNMARKED or (swap and (answering or stage == HIDDEN)):
         raise ValueError("malformed reasoning state")  # (no format both swaps and hides)
     kept, space, answer, mark = "", "", 0, 0
     if swap:

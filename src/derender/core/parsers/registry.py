@@ -451,7 +451,7 @@ REASONING_RECORDS: tuple[ReasoningRecord, ...] = (
     # deepseek_r1's rules, switched by reasoning_effort
     _reasoning("hy_v3", (THINK, END_THINK), thinking=Thinking.KWARGS,
                switch=Ref(_F + "hy", "thinking")),
-    _reasoning("olmo3", (THINK, END_THINK)),
+    _reasoning("olmo3", (THINK, END_THINK), legacy=True),
     # wrapped2: deepseek_r1's rules, the content's <response> answer read
     _reasoning("ernie45", (THINK, END_THINK, *ERNIE45_RESPONSE)),
     # wrapped2: Hunyuan-A13B's "<think>\n"…"\n</think>\n<answer>\n" (text, no marker)
