@@ -24,14 +24,6 @@ parser is written): cases with one of them are skipped, saying so, until it land
 
 
 NOT_SERVED_SERVERS: dict[str, str] = {
-    # muse branch
-    "-muse-tool-chat-": "the muse tool parser without the muse reasoning parser, which reads "
-                        "every channel itself (refused at start-up, README compatibility)",
-    # pairing2 branch
-    "-muse-with-hermes-chat-": "the muse reasoning parser with another family's tool parser "
-                               "(refused at start-up, README compatibility)",
-    "-qwen3-with-muse-chat-": "another family's reasoning parser with the muse tool parser "
-                              "(refused at start-up, README compatibility)",
     "-olmo3-with-plamo3-chat-": "the olmo3 reasoning parser before the plamo3 tool parser: "
                                 "vLLM's olmo3 reads the text before </think> as reasoning "
                                 "where the prompt opens no <think>, derender's as content "
