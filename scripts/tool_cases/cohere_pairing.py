@@ -27,8 +27,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from record_tool_fixtures import Format, Server
 from record_tool_fixtures import Case as _Case
+from record_tool_fixtures import Format, Server
 
 from tool_cases import cohere as co
 from tool_cases.no_tools import prompt
