@@ -79,7 +79,9 @@ class Machine(Enum):
     family's parsers is named (vLLM's ``ResponseTemplateParser``)."""
     FAMILY = "family"
     """Reasoning read by its family's tool-call machine (``ToolFormat.feed_reasoning``),
-    with that tool parser or alone (its record's ``reasoning_config`` names the tool format)."""
+    with that tool parser or alone (its record's ``reasoning_config`` names the tool format);
+    with another family's tool parser, that machine reads first (``parsers.front``) unless
+    the record ``stands_for_tools``."""
 
 
 class WithoutTools(Enum):
