@@ -986,7 +986,7 @@ MESSAGE_DIFFERENCES[_case_name(7512)] = (
 # qwen3's 9866-9879) and the muse reasoning parser before hermes (9852-9865)
 STREAM_AS_MESSAGE.update({_case_name(n): _case_name(n - 1)
                           for n in (7491, 7493, 7495, 7497, 7499, 7501, 7503, 7509, 9853, 9855,
-                                    9857, 9859, 9861, 9865, 9873, 9875, 9879)})
+                                    9861, 9865, 9873, 9875, 9879)})
 # ... and where we differ on purpose (README compatibility, special tokens after an engine
 # reasoning parser): the output's last id is the tokenizer's eos <|eot|> (finish "length"),
 # which vLLM's qwen3 engine drops from the content it hands over (muse keeps special tokens);
