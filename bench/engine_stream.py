@@ -252,6 +252,14 @@ FORMATS["muse"] = Format("Muse Spark", "muse-spark-standin", "muse-spark-standin
                          "</atem:parameter>\n</atem:invoke>\n</atem:function_calls>",
                          prefix=" to=self<|message|>", strip_reasoning=False,
                          notes_ids=200)  # a call is held whole (as vLLM sends it), to 2 KB
+# musepair: the muse reasoning parser before hermes (its machine first, hermes on the answer)
+FORMATS["muse-hermes"] = Format("Muse Spark with hermes", "muse-spark-standin",
+                                "muse-spark-standin", "muse-spark-standin", "hermes", 200008,
+                                '<|eom|><|start|>assistant to=user<|message|><tool_call>\n'
+                                '{"name": "get_weather", "arguments": {"city": "Lisbon", '
+                                '"notes": "', '"}}\n</tool_call>', reasoning_parser="muse",
+                                prefix=" to=self<|message|>", strip_reasoning=False,
+                                json_notes=True)
 # cohere branch: Cohere Command 4 (cohere_command4 both), thinking then an action section
 FORMATS["cohere"] = Format("Cohere Command 4", "cohere-standin", "cohere-standin",
                            "cohere-standin", "cohere_command4", 255001,

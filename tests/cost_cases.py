@@ -321,6 +321,10 @@ PAIRS: tuple[tuple[str | None, str | None], ...] = (
 """(reasoning parser, tool parser) pairings: every tool format and every reasoning parser
 alone, and each family's own pairing (step3p5 and nemotron_v3 with qwen3_coder, issue 22),
 and engine reasoning parsers with another family's tool parser (two machines, issue 19)."""
+# musepair: a family reasoning parser before another family's tool parser (its machine first;
+# muse's tool parser in its alone mode is (None, "muse") above; Cohere's reasoning parser with
+# another tool parser reads as with its own)
+PAIRS = (*PAIRS, ("muse", "hermes"))
 
 _MARKUP = re.compile(r"<[^<>]{1,40}>|\[[A-Z_/]+\]|\]<\]minimax\[>\[|<\|\"\|>")
 

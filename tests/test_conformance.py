@@ -988,6 +988,19 @@ MESSAGE_DIFFERENCES[_case_name(7512)] = (
     '<atem:parameter name="unit">c</atem:parameter>\n</atem:invoke>\n'
     "</atem:function_calls><|eom|>", [], "stop")
 
+# musepair branch: the muse tool parser without its reasoning parser (alone 7490-7509, after
+# qwen3's 9866-9879) and the muse reasoning parser before hermes (9852-9865)
+STREAM_AS_MESSAGE.update({_case_name(n): _case_name(n - 1)
+                          for n in (7491, 7493, 7495, 7497, 7499, 7501, 7503, 7509, 9853, 9855,
+                                    9861, 9865, 9873, 9875, 9879)})
+# ... and where we differ on purpose (README compatibility, special tokens after an engine
+# reasoning parser): the output's last id is the tokenizer's eos <|eot|> (finish "length"),
+# which vLLM's qwen3 engine drops from the content it hands over (muse keeps special tokens);
+# derender keeps the content as written: qwen3's content of the output, "\n\n" after </think>
+MESSAGE_DIFFERENCES[_case_name(9872)] = (
+    "\n\n<|start|>assistant to=user<|message|>It is sunny in Paris, 22 °C.<|eot|>", [],
+    "length")
+
 # pairing2 branch: the kimi_k3 tool parser after qwen3's reasoning parser (9800-9825): vLLM
 # streams the "\n\n" after </think> as content, its message drops it (9823 folds to 9822's
 # message with our difference below)
@@ -1245,7 +1258,7 @@ ISSUE_19_20: dict[tuple[int, int], tuple[int, str]] = {
     # pairing2 branch
     (9800, 9999): (80, "kimi_k3 tools after qwen3 reasoning 9800-9825, plamo3 tools after "
                        "olmo3 9826-9851, muse reasoning with hermes "
-                       "9852-9865, qwen3 reasoning with muse tools 9866-9879 (recorded ahead)"),
+                       "9852-9865, qwen3 reasoning with muse tools 9866-9879"),
     # branch dots
     (10000, 10199): (82, "dots 10000-10081"),
     # pair3 branch
@@ -1253,6 +1266,9 @@ ISSUE_19_20: dict[tuple[int, int], tuple[int, str]] = {
                          "with hermes 10810-10819, olmo3 with dots 10820-10829, deepseek_r1 "
                          "with step3 10830-10839, qwen3 with minicpm5 10840-10849, olmo3 with "
                          "k2_horizon 10850-10859, qwen3 with dots 10860-10869"),
+    # musepair branch
+    (10600, 10799): (26, "cohere_command4 reasoning with hermes 10600-10617, cohere_command3 "
+                         "reasoning with cohere_command4 tools 10618-10625"),
 }
 """The recordings of issues 19 and 20 by number range: how many cases, of which names."""
 

@@ -200,8 +200,9 @@ def test_state_stays_small_over_a_long_stream() -> None:
 @pytest.mark.parametrize(("reasoning_parser", "tool_parser", "refused"), [
     ("cohere_command3", "cohere_command3", None), ("cohere_command4", "cohere_command4", None),
     ("cohere_command4", None, None), (None, "cohere_command4", None),
-    ("cohere_command4", "hermes", "is read by its family's tool parser"),
-    ("cohere_command3", "cohere_command4", "is read by its family's tool parser"),
+    ("cohere_command4", "hermes", None), ("cohere_command3", "cohere_command4", None),
+    ("qwen3", "cohere_command4", "cannot be combined (vLLM reads cohere_command4 only alone "
+     "or after cohere_command3, cohere_command4)"),
 ])
 def test_pairing(reasoning_parser: str | None, tool_parser: str | None,
                  refused: str | None) -> None:

@@ -69,11 +69,12 @@ def spelled(text: str) -> str:
                                                       muse.EOT)})
 
 
-def read(pieces: list[str], context: ToolContext = KEEP
+def read(pieces: list[str], context: ToolContext = KEEP, mode: int = 0
          ) -> tuple[str, str, list[tuple[str, str]]]:
     """Reasoning, content and calls of the machine fed ``pieces``, the last one final; every
-    state reached encodes and decodes to itself; a call comes whole, in one delta."""
-    state = muse.start()
+    state reached encodes and decodes to itself; a call comes whole, in one delta. ``mode``:
+    ``muse.ALONE_MODE`` for the tool parser without its reasoning parser."""
+    state = muse.start_in(mode)
     reasoning = content = ""
     calls: list[tuple[str, str]] = []
     for k, piece in enumerate(pieces):
@@ -90,8 +91,9 @@ def read(pieces: list[str], context: ToolContext = KEEP
     return reasoning, content, calls
 
 
-def whole(text: str, context: ToolContext = KEEP) -> tuple[str, str, list[tuple[str, str]]]:
-    return read([text], context)
+def whole(text: str, context: ToolContext = KEEP, mode: int = 0
+          ) -> tuple[str, str, list[tuple[str, str]]]:
+    return read([text], context, mode)
 
 
 # --------------------------------------------------------------------------- vLLM's messages
@@ -205,12 +207,13 @@ CONTEXTS = [KEEP, NOKEEP, REQUIRED]
 @given(text=texts, data=st.data())
 def test_any_split_reads_as_the_whole(text: str, data: st.DataObject) -> None:
     context = data.draw(st.sampled_from(CONTEXTS), label="context")
+    mode = data.draw(st.sampled_from([0, muse.ALONE_MODE]), label="mode")
     cuts = sorted(data.draw(st.sets(st.integers(0, len(text)), max_size=10), label="cuts"))
     bounds = [0, *cuts, len(text)]
     pieces = [text[bounds[i]:bounds[i + 1]] for i in range(len(bounds) - 1)]
-    assert read(pieces, context) == whole(text, context)
+    assert read(pieces, context, mode) == whole(text, context, mode)
     plain = ToolContext(tools=TOOLS, keep=context.keep, required=context.required)
-    assert read([spelled(p) for p in pieces], plain) == whole(spelled(text), plain)
+    assert read([spelled(p) for p in pieces], plain, mode) == whole(spelled(text), plain, mode)
 
 
 # --------------------------------------------------------------------------- bounds
@@ -218,8 +221,8 @@ def test_any_split_reads_as_the_whole(text: str, data: st.DataObject) -> None:
 WIDE = "\U0001F600"
 
 
-def _largest_state(pieces: list[str], context: ToolContext = KEEP) -> int:
-    state, largest = muse.start(), 0
+def _largest_state(pieces: list[str], context: ToolContext = KEEP, mode: int = 0) -> int:
+    state, largest = muse.start_in(mode), 0
     for piece in pieces:
         _, _, _, state = muse.feed_reasoning(state, piece, False, context)
         writer = Writer()
@@ -275,14 +278,65 @@ def test_state_stays_small_over_a_long_stream() -> None:
     assert _largest_state(pieces) < muse.MAX_CALL + muse.MAX_RAW + 64
 
 
+# --------------------------------------------------------------------------- the tool parser alone
+
+ALONE = muse.ALONE_MODE
+
+
+def test_alone_the_reasoning_is_dropped_and_the_bodies_are_content() -> None:  # 7490, 7492
+    assert whole(SELF + SINGLE, mode=ALONE) == ("", "", [("get_weather", PARIS)])
+    text = SELF + msg("commentary", "Let me check.") + SINGLE
+    assert whole(text, mode=ALONE) == ("", "Let me check.", [("get_weather", PARIS)])
+    text = SELF + SINGLE + EOM + msg("user", "It is sunny.", EOT)  # 7498
+    assert whole(text, mode=ALONE) == ("", "It is sunny.", [("get_weather", PARIS)])
+
+
+def test_alone_without_a_call_the_output_is_content_as_written() -> None:
+    answer = SELF + msg("user", "It is sunny.", EOT)  # 7494
+    assert whole(answer, mode=ALONE) == ("", answer, [])
+    echoed = first("self", "I could write " + SINGLE[SINGLE.index(M) + 1:]) + msg(
+        "user", "Sunny.", EOT)  # 7500: an invoke in the reasoning is no call
+    assert whole(echoed, mode=ALONE) == ("", echoed, [])
+    cut = SELF + SINGLE[:-60]  # 7502
+    assert whole(cut, mode=ALONE) == ("", cut, [])
+    for context in (NOKEEP, ToolContext(spell=SPELL, keep=False)):  # 7504, 7506
+        assert whole(SELF + SINGLE, context, ALONE) == ("", SELF + SINGLE, [])
+    # with a header, an invoke in an answer's body is no call (vLLM's tool parser reads tool
+    # bodies only); without any, the output is read whole, and is the content (its
+    # ``_extract_content``: no framing at all, the whole text; 7428 with both parsers)
+    echo = msg("user", "<atem:function_calls>" + invoke(W, city="Paris", unit="c")
+               + "</atem:function_calls>", EOT)
+    assert whole(echo, mode=ALONE) == ("", echo, [])
+    bare = "Sure. " + invoke(W, city="Paris", unit="c")
+    assert whole(bare, mode=ALONE) == ("", bare, [("get_weather", PARIS)])
+
+
+def test_alone_the_output_is_held_for_max_whole_bytes() -> None:
+    """README compatibility (muse tool parser alone): past ``MAX_WHOLE`` bytes with no call
+    the output so far is content and the rest follows as written, calls still read."""
+    long = msg("user", WIDE * (muse.MAX_WHOLE // 8), EOT)
+    assert read([SELF, long], mode=ALONE)[1] == SELF + long  # within the bound: held
+    longer = msg("user", WIDE * (muse.MAX_WHOLE // 4), EOT)
+    assert utf8_size(SELF + longer) > muse.MAX_WHOLE
+    _, content, calls = read([SELF, longer, SINGLE], mode=ALONE)
+    assert content == SELF + longer + SINGLE and calls == [("get_weather", PARIS)]
+    assert _largest_state([SELF, longer, "x" * 3000], mode=ALONE) < muse.MAX_WHOLE + 64
+
+
+def test_alone_states_are_refused_where_they_cannot_be() -> None:
+    writer = Writer()
+    muse.encode(muse.MuseState(flags=muse.Flag.CALLED), writer)
+    with pytest.raises(ValueError, match="not a muse state"):
+        muse.decode(Reader(bytes(writer.out)))
+
+
 # --------------------------------------------------------------------------- registry
 
 
 @pytest.mark.parametrize(("reasoning_parser", "tool_parser", "refused"), [
     ("muse", "muse", None), ("musespark1x", "musespark1x", None), ("muse", None, None),
-    (None, "muse", "tool parser 'muse' serves only with its family's reasoning parser (muse)"),
-    ("qwen3", "musespark1x", "serves only with its family's reasoning parser"),
-    ("muse", "hermes", "reasoning parser 'muse' is read by its family's tool parser"),
+    (None, "muse", None), ("qwen3", "musespark1x", None), ("muse", "hermes", None),
+    ("muse", "cohere_command4", "cannot be combined"),
 ])
 def test_pairing(reasoning_parser: str | None, tool_parser: str | None,
                  refused: str | None) -> None:

@@ -2,8 +2,8 @@
 what vLLM 0.33 does when ``--tool-call-parser`` names a parser-engine family's tool parser
 (``kimi_k3``, ``plamo3``) and ``--reasoning-parser`` a parser of another family (``qwen3``,
 ``olmo3``; vLLM refuses ``deepseek_r1`` on the PLaMo 3 stand-in, whose vocabulary has no
-``<think>`` token), and Muse Spark's parsers with another family's (recorded ahead: derender
-refuses these pairings, README compatibility). vLLM's ``DelegatingParser``
+``<think>`` token), and Muse Spark's parsers with another family's (served since: see
+docs/vllm-compat/muse.md, "Pairing"). vLLM's ``DelegatingParser``
 (``vllm/parser/parser_manager.py``) lets the reasoning parser read the reasoning and the engine
 tool parser the content it leaves (derender: ``engine_mode`` ``FOREIGN``).
 
@@ -39,7 +39,7 @@ from tool_cases.shared import NAMED_CHOICE, NONE, REQUIRED, TOOLS, USER, both
 PAIRS = {  # server key: (model, reasoning parser, tool parser, EOS id)
     "qwen3_k3": ("kimi-k3-standin", "qwen3", "kimi_k3", k3.EOS),
     "olmo3_plamo3": ("plamo3-standin", "olmo3", "plamo3", p3.EOS),
-    # Muse Spark with another family (recorded ahead: derender refuses these pairings)
+    # Muse Spark with another family
     "muse_hermes": ("muse-spark-standin", "muse", "hermes", mu.EOM),
     "qwen3_muse": ("muse-spark-standin", "qwen3", "muse", mu.EOM),
 }

@@ -21,14 +21,6 @@ parser is written): cases with one of them are skipped, saying so, until it land
 
 
 NOT_SERVED_SERVERS: dict[str, str] = {
-    # muse branch
-    "-muse-tool-chat-": "the muse tool parser without the muse reasoning parser, which reads "
-                        "every channel itself (refused at start-up, README compatibility)",
-    # pairing2 branch
-    "-muse-with-hermes-chat-": "the muse reasoning parser with another family's tool parser "
-                               "(refused at start-up, README compatibility)",
-    "-qwen3-with-muse-chat-": "another family's reasoning parser with the muse tool parser "
-                              "(refused at start-up, README compatibility)",
     # Muse Glimmer (issue 20)
     "-muse_glimmer-tool-chat-": "the muse_glimmer tool parser without the muse_glimmer "
                                 "reasoning parser, which reads every channel itself (refused at "

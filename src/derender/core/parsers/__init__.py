@@ -136,6 +136,7 @@ def reasoning_format(name: str) -> ReasoningFormat:
 
 def load(reasoning_parser: str | None, tool_parser: str | None) -> None:
     """Import the machines of a model's parsers (at start-up: SnapStart snapshots them)."""
+    reasoning_parser, tool_parser = served_pair(reasoning_parser, tool_parser)
     tool, own = tool_record(tool_parser), reasoning_record(reasoning_parser)
     if tool is not None and tool.format is not None:
         tool_format(tool.name)
@@ -181,13 +182,29 @@ def spelling_table(spell: tuple[tuple[str, str], ...]) -> Mapping[str, str]:
     return built
 
 
+def served_pair(reasoning_parser: str | None, tool_parser: str | None
+                ) -> tuple[str | None, str | None]:
+    """The parsers that read a model's output: as named, but a reasoning parser that
+    ``stands_for_tools`` (Cohere's) with another family's tool parser reads as with its
+    family's own (vLLM's ``CohereCommandParser`` reads the output with the reasoning parser's
+    melody preset, calls included; the tool parser named only lets calls be returned)."""
+    own, tool = reasoning_record(reasoning_parser), tool_record(tool_parser)
+    if (own is not None and own.stands_for_tools and tool is not None
+            and tool.family != own.family):
+        return reasoning_parser, own.reasoning_config
+    return reasoning_parser, tool_parser
+
+
 def pairing_error(reasoning_parser: str | None, tool_parser: str | None) -> str | None:
-    """Why a pair of parsers cannot serve a model (None: it can). Every pair served can, as in
-    vLLM: an engine format's reasoning parser with its family's tool parser is one machine;
-    with another family's, the engine reads the reasoning first (``front``), then that tool
-    parser the content; an engine tool parser after another family's reasoning parser reads
-    as ``FOREIGN``. A response-template parser (``hf``, ``beam``) serves only alone or as
-    both, as vLLM refuses it with any other parser; Muse Spark's only as both."""
+    """Why a pair of parsers cannot serve a model (None: it can). Every pair vLLM accepts
+    can: an engine or family format's reasoning parser with its family's tool parser is one
+    machine; with another family's, that machine reads the reasoning first (``front``), then
+    that tool parser the content (Cohere's reads the pair as with its own tool parser,
+    ``served_pair``); an engine tool parser after another family's reasoning parser reads as
+    ``FOREIGN``, a family tool parser in its ``alone_mode``. vLLM refuses a response-template
+    parser (``hf``, ``beam``) with any other parser, and a tool parser with ``reasoning_from``
+    after a reasoning parser it does not list; derender also a ``needs_reasoning`` tool parser
+    (one without an ``alone_mode`` yet) without its family's reasoning parser."""
     own, tool = reasoning_record(reasoning_parser), tool_record(tool_parser)
     if own is not None and tool is not None and (
             Machine.TEMPLATE in (own.machine, tool.machine) and own.family != tool.family):
@@ -195,29 +212,29 @@ def pairing_error(reasoning_parser: str | None, tool_parser: str | None) -> str 
         return (f"--reasoning-parser {reasoning_parser} and --tool-call-parser {tool_parser} "
                 "cannot be combined (a response-template parser reads reasoning and calls "
                 "at once: name it alone or as both)")
-    # Muse Spark's machine reads its channels only with its own reasoning parser (vLLM pairs
-    # both with any parser: README compatibility, muse pairing)
     if tool is not None and tool.needs_reasoning and (own is None or own.family != tool.family):
+        # a family tool parser without an alone mode yet (vLLM serves it: README compatibility)
         own_names = sorted({r.name for r in REASONING_BY_NAME.values()
                             if r.family == tool.family})
         return (f"tool parser {tool_parser!r} serves only with its family's reasoning parser "
-                f"({', '.join(own_names)})")
-    if (own is not None and own.machine is Machine.FAMILY and tool is not None
-            and own.family != tool.family):
-        family = sorted(n for r in TOOLS_BY_NAME.values() if r.family == own.family
-                        for n in r.names)
-        return (f"reasoning parser {reasoning_parser!r} is read by its family's tool parser "
-                f"({', '.join(sorted(set(family)))}) and serves only with it or alone")
+                f"({', '.join(own_names)}): its reading without it is not served yet")
+    if (own is not None and tool is not None and tool.reasoning_from
+            and own.name not in tool.reasoning_from):
+        # vLLM's CohereCommandParser asserts its reasoning parser is Cohere's (start-up)
+        return (f"--tool-call-parser {tool_parser} and --reasoning-parser {reasoning_parser} "
+                f"cannot be combined (vLLM reads {tool_parser} only alone or after "
+                f"{', '.join(tool.reasoning_from)})")
     return None
 
 
 def front(reasoning_parser: str | None, tool_parser: str | None) -> str | None:
-    """The engine record reading an engine format's reasoning before another family's tool
-    parser (vLLM's ``DelegatingParser`` with the engine's tool parsing switched off); None:
-    the pair needs no such first machine."""
+    """The record reading an engine or family format's reasoning before another family's
+    tool parser (vLLM's ``DelegatingParser``; an engine's tool parsing switched off, a family
+    machine in its reasoning-alone reading); None: the pair needs no such first machine."""
+    reasoning_parser, tool_parser = served_pair(reasoning_parser, tool_parser)
     own, tool = reasoning_record(reasoning_parser), tool_record(tool_parser)
-    if (own is not None and own.machine is Machine.ENGINE and tool is not None
-            and own.family != tool.family):
+    if (own is not None and own.machine in (Machine.ENGINE, Machine.FAMILY)
+            and tool is not None and own.family != tool.family):
         return own.reasoning_config
     return None
 
@@ -228,6 +245,7 @@ def engine_mode(reasoning_parser: str | None, tool_parser: str | None) -> str | 
     the reasoning alone (an engine reasoning parser without a tool parser: tool tags are
     text), or the tools after another family's reasoning parser (``FOREIGN``: as the tools
     alone, but a config's ``held_end`` is read); None: the engine is not used."""
+    reasoning_parser, tool_parser = served_pair(reasoning_parser, tool_parser)
     own, tool = reasoning_record(reasoning_parser), tool_record(tool_parser)
     engine_reasoning = own is not None and own.machine is Machine.ENGINE
     if tool is not None and tool.machine is Machine.ENGINE:
@@ -376,6 +394,7 @@ class _Pair:
 
 @functools.cache
 def _pair(reasoning_parser: str | None, tool_parser: str | None) -> _Pair:
+    reasoning_parser, tool_parser = served_pair(reasoning_parser, tool_parser)
     tool, own = tool_record(tool_parser), reasoning_record(reasoning_parser)
     engine_reasoning = own is not None and own.machine is Machine.ENGINE
     return _Pair(
@@ -447,6 +466,9 @@ def parser_settings(reasoning_parser: str | None, tool_parser: str | None,
     kwargs = template_kwargs(request) if pair.tool_mode or pair.reasoning_mode else {}
     reasoning_mode = pair.reasoning_mode(kwargs) if pair.reasoning_mode else 0
     tool_mode = pair.tool_mode(kwargs) if pair.tool_mode and tools else 0  # (vLLM: when read)
+    reader = tool_record(tool_parser)
+    if reader is not None and reader.alone_mode and (own is None or own.family != reader.family):
+        tool_mode = reader.alone_mode  # without its family's reasoning parser
     if mode in (TOOLS, FOREIGN) and tool is not None and tools:
         # the tools alone (or after another family's reasoning parser, 9834) read think markers
         switch = engine_config(tool.name).tools_think
@@ -518,10 +540,13 @@ def start(settings: ParserSettings, vocab: Vocabulary, prompt_ids: Sequence[int]
         tools = machine.start() if machine.start_in is None else machine.start_in(
             settings.tool_mode)
     first: ToolState | None = None
-    if settings.front is not None:
+    front_record = tool_record(settings.front)
+    if front_record is not None and front_record.machine is Machine.ENGINE:
         from derender.core.parsers import engine  # noqa: PLC0415 (only when served)
-        first = engine.start(tool_format(settings.front), engine_config(settings.front),
+        first = engine.start(tool_format(front_record.name), engine_config(front_record.name),
                              settings.engine_thinking, REASONING_ONLY)
+    elif front_record is not None:  # a family machine reading its reasoning alone
+        first = tool_format(front_record.name).start()
     return ParserState(
         reasoning=None if fmt is None else reasoning.start(fmt, vocab, prompt_ids,
                                                            settings.thinking,
@@ -572,8 +597,10 @@ def feed(settings: ParserSettings, state: ParserState, text: str, final: bool
         if (first is None or state.front_tag != tag_of(settings.front)
                 or engine.feed_reasoning is None or not isinstance(first, engine.state_type)):
             raise BadRequestError(OTHER_FORMAT)
+        # (a family machine reads as its reasoning parser alone: no call kept)
+        keep = tool_record(settings.front).machine is Machine.ENGINE  # type: ignore[union-attr]
         thought, content, _, first = engine.feed_reasoning(first, text, final,
-                                                           ToolContext(spell=spell))
+                                                           ToolContext(spell=spell, keep=keep))
     elif first is not None:
         raise BadRequestError(OTHER_FORMAT)
     reasoning_state = state.reasoning

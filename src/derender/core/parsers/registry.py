@@ -79,7 +79,9 @@ class Machine(Enum):
     family's parsers is named (vLLM's ``ResponseTemplateParser``)."""
     FAMILY = "family"
     """Reasoning read by its family's tool-call machine (``ToolFormat.feed_reasoning``),
-    with that tool parser or alone (its record's ``reasoning_config`` names the tool format)."""
+    with that tool parser or alone (its record's ``reasoning_config`` names the tool format);
+    with another family's tool parser, that machine reads first (``parsers.front``) unless
+    the record ``stands_for_tools``."""
 
 
 class WithoutTools(Enum):
@@ -138,9 +140,18 @@ class ToolRecord:
     (else ``chatcmpl-tool-…``)."""
     family: str = ""
     """Engine formats: the family whose reasoning parser the same machine reads (pairing)."""
+    alone_mode: int = 0
+    """A format whose machine reads its family's reasoning too (``ToolFormat.feed_reasoning``):
+    the mode its ``ToolFormat.start_in`` starts in when it reads without its family's
+    reasoning parser (alone, or after another family's), as vLLM's tool parser then reads the
+    output (``muse``: every channel, the reasoning dropped); 0: as with it."""
     needs_reasoning: bool = False
-    """Served only with its family's reasoning parser (``muse``: alone, vLLM's tool parser
-    reads every channel itself, which derender does not read)."""
+    """A family tool format whose machine has no ``alone_mode`` yet: served only with its
+    family's reasoning parser (``parsers.pairing_error`` says so; vLLM runs it alone too)."""
+    reasoning_from: tuple[str, ...] = ()
+    """The only reasoning parsers vLLM accepts before this tool parser (besides none); empty:
+    any. vLLM's ``CohereCommandParser`` asserts that a reasoning parser named with it is
+    Cohere's (``ParserManager.validate_parser_tokenizer`` refuses the pair at start-up)."""
     mode: Ref | None = None
     """A format the request puts in one of its modes: ``(template kwargs) -> int`` (refusing
     a value it does not know with ``BadRequestError``), the mode its ``ToolFormat.start_in``
@@ -184,6 +195,13 @@ class ReasoningRecord:
     tool parser reads calls only when they may be returned (``tools`` given, ``tool_choice``
     not "none"), whatever its ``under_none`` and ``without_tools`` (vLLM's ``_engine_based``
     in ``parser/abstract_parser.py``; step5 4646, 4652)."""
+    stands_for_tools: bool = False
+    """``Machine.FAMILY``: with another family's tool parser, vLLM still reads the whole
+    output with this family's parser, its calls included (the tool parser named only lets
+    calls be returned: ``CohereCommandParser``), so derender reads the pair as this parser
+    with its family's tool parser (``reasoning_config``). Else (``muse``) this format's
+    machine reads the reasoning alone first and the other tool parser the content it leaves,
+    as vLLM's ``DelegatingParser`` does."""
     foreign_tools_read_all: bool = False
     """Paired with another family's tool parser, that parser reads every output: without
     ``tools`` or under ``tool_choice`` "none" its calls are dropped and its content kept
@@ -287,6 +305,7 @@ def _engine(name: str, module: str, attr: str, tag: int, family: str, **policy: 
 
 _AS_CALLED, _DROPPED = WithoutTools.AS_CALLED, WithoutTools.DROPPED
 _EVERY = Reads.EVERY_OUTPUT
+_COHERE = ("cohere_command3", "cohere_command4")
 
 TOOL_RECORDS: tuple[ToolRecord, ...] = (
     _own("hermes", "hermes", "FORMAT", 0, aliases=("qwen3_json",), markers=QWEN3_TOOLS),
@@ -356,15 +375,15 @@ TOOL_RECORDS: tuple[ToolRecord, ...] = (
             reads=_EVERY),
     # Muse Spark's channels and ATEM calls (tag 170), read with its reasoning
     _own("muse", "muse", "FORMAT", 170, aliases=("musespark1x",), markers=MUSE_FRAMING,
-         reads=_EVERY, family="muse", needs_reasoning=True),
+         reads=_EVERY, family="muse", alone_mode=1),
     # PLaMo 3 (issue 19, tags 150-159)
     _engine("plamo3", "plamo3", "PLAMO3", 150, "plamo3", reads=_EVERY),
     # Cohere Command A / 4 read as vLLM's melody filters do (issue 20, tags 220-224); the
     # tool parser alone reads the reasoning too
     _own("cohere_command3", "cohere", "CMD3_FORMAT", 220, markers=COHERE_CMD3, reads=_EVERY,
-         family="cohere_command3"),
+         family="cohere_command3", reasoning_from=_COHERE),
     _own("cohere_command4", "cohere", "CMD4_FORMAT", 221, markers=COHERE_CMD4, reads=_EVERY,
-         family="cohere_command4"),
+         family="cohere_command4", reasoning_from=_COHERE),
     ToolRecord("openai", None, Machine.HARMONY, None),
     # glm2: Tencent Hy4 (Hy3's calls without <tool_sep>, read strictly: the block held whole)
     _own("hy_v4", "hy", "HY4", 140, markers=HY4_CALLS, reads=Reads.WITH_CALLS),
@@ -478,10 +497,12 @@ REASONING_RECORDS: tuple[ReasoningRecord, ...] = (
     # Read by its tool format's machine (with that tool parser, or alone)
     ReasoningRecord("cohere_command3", Machine.FAMILY, thinking=Thinking.KWARGS,
                     switch=Ref(_F + "cohere", "thinking"), family="cohere_command3",
-                    reasoning_config="cohere_command3", markers=COHERE_CMD3),
+                    reasoning_config="cohere_command3", markers=COHERE_CMD3,
+                    stands_for_tools=True),
     ReasoningRecord("cohere_command4", Machine.FAMILY, thinking=Thinking.KWARGS,
                     switch=Ref(_F + "cohere", "thinking"), family="cohere_command4",
-                    reasoning_config="cohere_command4", markers=COHERE_CMD4),
+                    reasoning_config="cohere_command4", markers=COHERE_CMD4,
+                    stands_for_tools=True),
     # MiniCPM-V: Qwen3's grammar (its calls: qwen3_coder's), newline escapes recovered
     _reasoning("minicpmv", (THINK, END_THINK, TOOL_CALL, CHATML[1])),
     # Step 3: a legacy parser, everything before the first </think> reasoning

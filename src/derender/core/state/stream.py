@@ -100,7 +100,8 @@ _PARSER, _CALLS_KEPT, _REASONING, _IN_REASONING, _TOOLS, _HARMONY = 1, 2, 4, 8, 
 _TAG_SHIFT, _TAG_BITS = 6, 14
 """The parser flags; above them the tool-call format's tag."""
 _FRONT = 1 << (_TAG_SHIFT + _TAG_BITS)
-"""Above the tag: the state of an engine reading the reasoning first follows, after its tag
+"""Above the tag: the state of an engine (or family machine) reading the reasoning first
+follows, after its tag
 (``ParserState.front``; states issued before it never set this bit)."""
 
 
@@ -153,8 +154,8 @@ def _decode_parser(r: Reader) -> ParserState | None:
     if flags & _FRONT:
         front_tag = r.uint()
         front = TOOLS_BY_TAG.get(front_tag)
-        if front is None or front.config is None:
-            raise ValueError("unknown front engine")
+        if front is None or front.format is None or tool_format(front.name).feed_reasoning is None:
+            raise ValueError("unknown front machine")  # (an engine's, or a family machine's)
         first = tool_format(front.name).decode(r)
     machine = None
     if flags & _HARMONY:

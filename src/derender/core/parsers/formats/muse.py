@@ -71,6 +71,10 @@ MAX_CALL = 2048
 parameters complete within them, and the rest of the invoke is skipped."""
 MAX_SPACE = 256
 """Bytes of whitespace held at the start of content (dropped when calls are returned)."""
+MAX_WHOLE = 2048
+"""The tool parser without its reasoning parser (``ALONE``): bytes of the output (and of the
+content bodies read from it) held until a call parses, for the whole output as content when
+none does; past them the output so far is content and the rest follows as written."""
 _ATEM_TAIL = len(FUNCTION_CALLS) - 1
 
 _NAME_RE = re.compile(r'<atem:invoke\b[^>]*?\bname="([^"]+)"')
@@ -118,6 +122,13 @@ class Flag(IntFlag):
     """An invoke past ``MAX_CALL``: skipped up to its ``</atem:invoke>``."""
     FROM_TOOL = 1 << 9
     """The invoke scanner reads tool bodies (else content bodies)."""
+    ALONE = 1 << 10
+    """The tool parser without the muse reasoning parser (``start_in(ALONE_MODE)``): vLLM's
+    ``MuseToolParser`` on the whole output (or on another reasoning parser's content)."""
+    CALLED = 1 << 11
+    """``ALONE``: a call parsed; the content is the ``user``/``commentary`` bodies."""
+    WHOLE_GIVEN = 1 << 12
+    """``ALONE``: the output passed ``MAX_WHOLE`` with no call; it is content as written."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,6 +147,10 @@ class MuseState(ToolState):
     """The current tool body's last characters (ATEM markup split across chunks)."""
     space: str = ""
     """Whitespace held at the start of content."""
+    whole: str = ""
+    """``ALONE``: the output as written, held until a call parses (``MAX_WHOLE``)."""
+    bodies: str = ""
+    """``ALONE``: the content read from it so far (the bodies), given when a call parses."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -400,7 +415,10 @@ class _Run:
         if not self.keep and self.flags & Flag.ATEM:
             return  # given framed
         self.give(text)
-        if self.keep and not self.flags & Flag.ATEM:
+        if self.keep and not self.flags & Flag.ATEM and not (
+                self.flags & Flag.ALONE and self.phase != Phase.LEAD):
+            # (alone, vLLM's tool parser reads content bodies only in an output without
+            # any header)
             self.scan(text, False)
 
     def give(self, text: str) -> None:
@@ -499,19 +517,55 @@ class _Run:
                 self.content.append(self.space)
             self.space = ""
 
-    def state(self, pend: str) -> MuseState:
+    def state(self, pend: str, whole: str = "", bodies: str = "") -> MuseState:
         return MuseState(self.phase, self.kind, int(self.flags), self.calls, pend, self.held,
-                         self.inv, self.tail, self.space)
+                         self.inv, self.tail, self.space, whole, bodies)
 
 
 def feed_reasoning(state: MuseState, text: str, final: bool, context: ToolContext
                    ) -> tuple[str, str, list[ToolCallDelta], MuseState]:
     """Reasoning, content and calls of the output's next text (``final``: its end)."""
+    if state.flags & Flag.ALONE:
+        return _alone(state, text, final, context)
     run = _Run(state, context)
     pend = run.read(state.pend + text, final, _marks(context))
     if final:
         run.finish()
     return "".join(run.reasoning), "".join(run.content), run.deltas, run.state(pend)
+
+
+def _alone(state: MuseState, text: str, final: bool, context: ToolContext
+           ) -> tuple[str, str, list[ToolCallDelta], MuseState]:
+    """The tool parser without its reasoning parser (vLLM's ``DelegatingParser`` with
+    ``MuseToolParser`` alone, or after another family's reasoning parser): the channels are
+    read as with both parsers, the reasoning dropped; with a call, the content is the
+    ``user``/``commentary`` bodies; without one, or with the calls not read (``tool_choice``
+    "none", no ``tools``), the text as it was handed over (vLLM's legacy path returns its
+    input): held until a call parses, for ``MAX_WHOLE`` bytes."""
+    if not context.keep:
+        return "", text, [], state
+    run = _Run(state, context)
+    pend = run.read(state.pend + text, final, _marks(context))
+    if final:
+        run.finish()
+    content, calls = "".join(run.content), run.deltas
+    whole, bodies = "", ""
+    if run.flags & Flag.CALLED:
+        pass  # the bodies, as they come
+    elif run.flags & Flag.WHOLE_GIVEN:
+        content = text  # past the bound: the output as written (README compatibility)
+    elif calls:
+        content = state.bodies + content
+        run.flags |= Flag.CALLED
+    elif final:
+        content = state.whole + text
+    else:
+        whole, bodies = state.whole + text, state.bodies + content
+        content = ""
+        if utf8_size(whole) + utf8_size(bodies) > MAX_WHOLE:
+            content, whole, bodies = whole, "", ""
+            run.flags |= Flag.WHOLE_GIVEN
+    return "", content, calls, run.state(pend, whole, bodies)
 
 
 def feed(state: MuseState, text: str, final: bool, context: ToolContext
@@ -522,24 +576,35 @@ def feed(state: MuseState, text: str, final: bool, context: ToolContext
 
 def encode(state: MuseState, w: Writer) -> None:
     w.ints((state.phase, state.kind, state.flags, state.calls))
-    for text in (state.pend, state.held, state.inv, state.tail, state.space):
-        w.text(text)
+    texts = (state.pend, state.held, state.inv, state.tail, state.space)
+    for text in (*texts, state.whole, state.bodies) if state.flags & Flag.ALONE else texts:
+        w.text(text)  # (a state with both parsers is encoded as before ALONE existed)
 
 
 def decode(r: Reader) -> MuseState:
     phase, kind, flags, calls = r.ints()
-    if phase not in tuple(Phase) or kind not in tuple(Kind) or flags >= Flag.FROM_TOOL << 1:
+    if phase not in tuple(Phase) or kind not in tuple(Kind) or flags >= Flag.WHOLE_GIVEN << 1:
         raise ValueError("not a muse state")
-    return MuseState(phase, kind, flags, calls, r.text(), r.text(), r.text(), r.text(),
-                     r.text())
+    if not flags & Flag.ALONE and flags & (Flag.CALLED | Flag.WHOLE_GIVEN):
+        raise ValueError("not a muse state")
+    texts = [r.text() for _ in range(7 if flags & Flag.ALONE else 5)]
+    return MuseState(phase, kind, flags, calls, *texts)
 
 
 def start() -> MuseState:
     return MuseState()
 
 
+ALONE_MODE = 1
+"""The mode of the tool parser without its reasoning parser (``ToolRecord.alone_mode``)."""
+
+
+def start_in(mode: int) -> MuseState:
+    return MuseState(flags=Flag.ALONE) if mode == ALONE_MODE else MuseState()
+
+
 FORMAT: ToolFormat[MuseState] = ToolFormat("muse", MuseState, start, feed, encode, decode,
-                                           feed_reasoning=feed_reasoning)
+                                           feed_reasoning=feed_reasoning, start_in=start_in)
 
 
 def thinking(kwargs: dict[str, object]) -> bool:
