@@ -5,38 +5,15 @@ a malformed payload raises ``ValueError`` (or ``IndexError``/``UnicodeDecodeErro
 
 from __future__ import annotations
 
-RAW_MIN = 64
-"""A text of at least this many characters (held call text, mostly) is one a token may carry as
-text rather than base64 (``Payload.texts``, ``derender.core.state.token``)."""
-MAX_RAW = 8
-"""At most this many texts of a payload are carried as text; further ones stay in the base64."""
-
 MAX_VALUE = 1 << 48
 """Every number a state holds (ids, offsets, counters, the issue time) is far below this;
 a decoded number at or above it makes the payload malformed. Any sum the next call adds
 to one therefore stays well inside what the encoder writes (below 2**63)."""
 
 
-class Payload(bytes):
-    """A state's encoding, with where its long texts lie in it: ``texts`` holds each one's
-    offset, size in bytes and the text itself (valid UTF-8: no lone surrogate), in order. The
-    bytes are the payload whatever ``texts`` says; ``token.sign`` carries those ranges as text
-    beside the base64, so a held call is not base64-encoded and decoded on every chunk."""
-
-    texts: tuple[tuple[int, int, str], ...] = ()
-
-
 class Writer:
     def __init__(self) -> None:
         self.out = bytearray()
-        self.texts: list[tuple[int, int, str]] = []
-
-    def payload(self) -> Payload:
-        """The bytes written, with the long texts in them (``Payload``)."""
-        done = Payload(self.out)
-        if self.texts:
-            done.texts = tuple(self.texts)
-        return done
 
     def uint(self, value: int) -> None:
         if not 0 <= value < 1 << 63:
@@ -56,16 +33,6 @@ class Writer:
             self.uint(value)
 
     def text(self, value: str) -> None:
-        if len(value) >= RAW_MIN and len(self.texts) < MAX_RAW:
-            try:
-                data = value.encode("utf-8")
-            except UnicodeEncodeError:  # a lone surrogate: not text a token can carry
-                pass
-            else:
-                self.uint(len(data))
-                self.texts.append((len(self.out), len(data), value))
-                self.out += data
-                return
         self.blob(value.encode("utf-8", "surrogatepass"))
 
     def blob(self, data: bytes) -> None:

@@ -16,7 +16,7 @@ from derender.core.decoding.detokenizer import DecodeWindow
 from derender.core.errors import BadRequestError
 from derender.core.parsers import ParserState, reasoning, tool_format
 from derender.core.parsers.registry import TOOLS_BY_TAG
-from derender.core.state.codec import MAX_VALUE, Payload, Reader, Writer
+from derender.core.state.codec import MAX_VALUE, Reader, Writer
 
 __all__ = ["FINGERPRINT_BYTES", "MAX_VALUE", "StopProgress", "StreamState", "decode_state",
            "encode_state", "fingerprint", "request_digest"]
@@ -77,7 +77,7 @@ def fingerprint(digest: bytes, request_id: str | None) -> bytes:
     return hashlib.sha256(digest + rid).digest()[:FINGERPRINT_BYTES]
 
 
-def encode_state(state: StreamState) -> Payload:
+def encode_state(state: StreamState) -> bytes:
     w = Writer()
     w.out += state.fingerprint
     w.uint(state.issued_at)
@@ -93,7 +93,7 @@ def encode_state(state: StreamState) -> Payload:
     w.uint(0 if state.stop.head_chars is None else state.stop.head_chars + 1)
     w.text(state.stop.held)
     _encode_parser(w, state.parser)
-    return w.payload()
+    return bytes(w.out)
 
 
 _PARSER, _CALLS_KEPT, _REASONING, _IN_REASONING, _TOOLS, _HARMONY = 1, 2, 4, 8, 16, 32

@@ -2,21 +2,7 @@
 
 Layout (then URL-safe base64 without padding)::
 
-    version 1 (1 byte) | key id length (1 byte) | key id | payload | HMAC-SHA256 (32 bytes)
-
-A payload with long texts in it (``codec.Payload.texts``: a call held whole, say) is written
-with those texts as text after a ``.``, so that they are neither base64-encoded when signed nor
-decoded when verified, on every chunk of a stream that holds them::
-
-    base64(version 2 | key id length | key id | count (1 byte, 1-8)
-           | count × (gap: uint, size: uint) | the payload without the texts | HMAC-SHA256)
-    "." the texts, one after the other
-
-Each text is ``size`` bytes of UTF-8 that stood ``gap`` bytes after the previous one's end
-(the first: after the payload's start); the texts' bytes together are exactly those of the
-part after the ``.``. The MAC covers the base64's bytes before it and then the UTF-8 of the
-text part. A version 1 token (every token before version 2 existed, and any payload without
-long texts) is read as it always was; a version 2 token has exactly one ``.``.
+    version (1 byte) | key id length (1 byte) | key id | payload | HMAC-SHA256 (32 bytes)
 
 The MAC covers everything before it and is checked, in constant time, before any byte of the
 payload is read. The payload is the state codec's compact binary encoding
@@ -36,6 +22,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
 import hmac
 import re
 from collections.abc import Mapping
@@ -43,16 +30,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from derender.core.errors import BadRequestError
-from derender.core.state.codec import MAX_RAW, Payload, Reader
 
 if TYPE_CHECKING:  # the response types cost milliseconds to import: for checking only
     from derender.contract.responses import StreamStateObject
 
 VERSION = 1
-TEXT_VERSION = 2
-"""A token whose payload's long texts follow its base64 as text, after ``TEXT_MARK``."""
-TEXT_MARK = "."
-"""Not a base64url character: where a version 2 token's text part begins."""
 MAC_BYTES = 32
 _KEY_ID = re.compile(r"^[A-Za-z0-9_.-]{1,32}$")
 
@@ -123,42 +105,13 @@ class KeyRing:
 
 def sign(ring: KeyRing, payload: bytes) -> str:
     key_id = ring.current.encode("ascii")
-    secret = ring.keys[ring.current]
-    texts = payload.texts if isinstance(payload, Payload) else ()
-    if not texts:
-        head = bytes([VERSION, len(key_id)]) + key_id + payload
-        mac = hmac.digest(secret, head, "sha256")
-        return base64.urlsafe_b64encode(head + mac).rstrip(b"=").decode("ascii")
-    start = bytearray((TEXT_VERSION, len(key_id)))
-    start += key_id
-    start.append(len(texts))
-    view = memoryview(payload)
-    rest: list[bytes | memoryview] = [start]
-    data: list[memoryview] = []
-    at = 0
-    for offset, size, _ in texts:
-        _uint(start, offset - at)
-        _uint(start, size)
-        rest.append(view[at:offset])
-        data.append(view[offset:offset + size])
-        at = offset + size
-    rest.append(view[at:])
-    head = b"".join(rest)
-    mac = hmac.digest(secret, head + b"".join(data), "sha256")
-    return (base64.urlsafe_b64encode(head + mac).rstrip(b"=").decode("ascii") + TEXT_MARK
-            + "".join(value for _, _, value in texts))
-
-
-def _uint(out: bytearray, value: int) -> None:
-    while value > 0x7F:
-        out.append(value & 0x7F | 0x80)
-        value >>= 7
-    out.append(value)
+    head = bytes([VERSION, len(key_id)]) + key_id + payload
+    mac = hmac.new(ring.keys[ring.current], head, hashlib.sha256).digest()
+    return base64.urlsafe_b64encode(head + mac).rstrip(b"=").decode("ascii")
 
 
 _FROM_URL_SAFE = bytes.maketrans(b"-_", b"+/")
 BAD_ENCODING = "stream_state is not a valid token (bad encoding)"
-ALTERED = "stream_state signature does not match: the token was altered"
 
 
 def _canonical_base64(token: str) -> bytes:
@@ -190,55 +143,17 @@ def verify(ring: KeyRing, state: object, max_chars: int) -> bytes:
     if len(token) > max_chars:
         raise BadRequestError(f"stream_state is {len(token)} characters, more than the "
                               f"{max_chars} allowed")
-    spelled, mark, text = token.partition(TEXT_MARK)
-    raw = _canonical_base64(spelled)
-    if len(raw) < 2 + MAC_BYTES or raw[0] not in (VERSION, TEXT_VERSION):
+    raw = _canonical_base64(token)
+    if len(raw) < 2 + MAC_BYTES or raw[0] != VERSION:
         raise BadRequestError("stream_state is not a valid token (unknown version)")
     id_len = raw[1]
     if len(raw) < 2 + id_len + MAC_BYTES:
         raise BadRequestError("stream_state is not a valid token (truncated)")
-    if (raw[0] == TEXT_VERSION) != bool(mark):  # one spelling: the text part iff version 2
-        raise BadRequestError(BAD_ENCODING)
     key_id = raw[2:2 + id_len].decode("ascii", "replace")
     secret = ring.keys.get(key_id)
     if secret is None:
         raise BadRequestError("stream_state was signed with an unknown key")
     head, mac = raw[:-MAC_BYTES], raw[-MAC_BYTES:]
-    if not mark:
-        if not hmac.compare_digest(hmac.digest(secret, head, "sha256"), mac):
-            raise BadRequestError(ALTERED)
-        return head[2 + id_len:]
-    try:
-        data = text.encode("utf-8")
-    except UnicodeEncodeError:  # a lone surrogate: never in a text sign writes
-        raise BadRequestError(BAD_ENCODING) from None
-    if not hmac.compare_digest(hmac.digest(secret, head + data, "sha256"), mac):
-        raise BadRequestError(ALTERED)
-    return _with_texts(head, 2 + id_len, data)
-
-
-def _with_texts(head: bytes, start: int, data: bytes) -> bytes:
-    """A version 2 token's payload: the base64's bytes after the key id with the texts'
-    ``data`` put back at their places (the MAC was checked: malformed means a signing bug)."""
-    r = Reader(head)
-    r.pos = start + 1
-    ranges: list[tuple[int, int]] = []
-    try:
-        for _ in range(head[start] if len(head) > start else 0):
-            ranges.append((r.uint(), r.uint()))
-    except (IndexError, ValueError):
-        ranges = []
-    rest = memoryview(head)[r.pos:]
-    pieces: list[bytes | memoryview] = []
-    at = used = 0
-    for gap, size in ranges:
-        if size == 0 or at + gap > len(rest):
-            break
-        pieces.append(rest[at:at + gap])
-        pieces.append(data[used:used + size])
-        at, used = at + gap, used + size
-    else:
-        if 1 <= len(ranges) <= MAX_RAW and used == len(data):
-            pieces.append(rest[at:])
-            return b"".join(pieces)
-    raise BadRequestError("stream_state is not a valid token (truncated)")
+    if not hmac.compare_digest(hmac.new(secret, head, hashlib.sha256).digest(), mac):
+        raise BadRequestError("stream_state signature does not match: the token was altered")
+    return head[2 + id_len:]
