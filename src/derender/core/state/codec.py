@@ -68,6 +68,11 @@ class Reader:
     def text(self) -> str:
         return self.blob().decode("utf-8", "surrogatepass")
 
+    def sized_text(self) -> tuple[str, int]:
+        """A text and its size in the state (``utf8_size``), known here without measuring."""
+        data = self.blob()
+        return data.decode("utf-8", "surrogatepass"), len(data)
+
     def blob(self) -> bytes:
         size = self.uint()
         data = self.data[self.pos:self.pos + size]

@@ -39,7 +39,7 @@ import json
 import re
 import warnings
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 from derender.core.decoding.markers import pending_prefix
@@ -227,6 +227,10 @@ class Hy4State(ToolState):
     """The request's form of the calls (``HeldBlock.read``'s ``form``), read from its template
     kwargs when the stream starts and carried: k2_horizon's ``tool_call_format``; 0 for a
     grammar of one form (its own state type encodes it)."""
+    size: int = field(default=-1, compare=False, repr=False)
+    """HY4_BLOCK: ``held``'s size in the state (``utf8_size``), so that a chunk measures only
+    its own text against ``MAX_BLOCK``; -1 where not known (measured then). Not encoded: the
+    decoder knows it from the bytes it read (``Reader.sized_text``)."""
 
 
 H = TypeVar("H", bound=Hy4State)
@@ -322,6 +326,7 @@ def held_block_feed(spec: HeldBlock, state: H, text: str, final: bool, context: 
     start, end = context.spelled(spec.start), context.spelled(spec.end)
     mode, space, spoke = state.mode, state.space, state.spoke
     scan = max(0, len(state.held) - len(end) + 1) if mode == HY4_BLOCK else 0
+    size = state.size + utf8_size(text) if mode == HY4_BLOCK and state.size >= 0 else -1
     buf = state.held + text
     out: list[str] = []
     calls: list[ToolCallDelta] = []
@@ -380,14 +385,16 @@ def held_block_feed(spec: HeldBlock, state: H, text: str, final: bool, context: 
                 spoke = True
             else:
                 space = before
-            mode, buf, scan = HY4_BLOCK, buf[at + len(start):], 0
+            mode, buf, scan, size = HY4_BLOCK, buf[at + len(start):], 0, -1
             continue
         # HY4_BLOCK
         close = buf.find(end, scan)
         block = buf if close == -1 else buf[:close]
         if close == -1 and not final:
+            if size < 0:  # entered in this chunk: what follows the start is this chunk's
+                size = utf8_size(buf)
             held = len(buf) - pending_prefix(buf, (end,))
-            if utf8_size(buf[:held]) <= MAX_BLOCK:
+            if size - utf8_size(buf[held:]) <= MAX_BLOCK:
                 break
         found = None if close == -1 or utf8_size(block) > MAX_BLOCK \
             else spec.read(block, context, state.form)
@@ -405,7 +412,12 @@ def held_block_feed(spec: HeldBlock, state: H, text: str, final: bool, context: 
     if final and mode == HY4_OPEN and space:
         out.insert(0, space)
         space = ""
-    return "".join(out), calls, replace(state, mode=mode, held=buf, space=space, spoke=spoke)
+    if mode != HY4_BLOCK:
+        size = -1
+    elif size < 0:  # the block began with nothing after its start (nothing to measure)
+        size = utf8_size(buf)
+    return "".join(out), calls, replace(state, mode=mode, held=buf, space=space, spoke=spoke,
+                                        size=size)
 
 
 def _hy4_read(block: str, context: ToolContext, form: int) -> list[tuple[str, str]] | None:
@@ -429,10 +441,10 @@ def _hy4_encode(state: Hy4State, w: Writer) -> None:
 
 
 def _hy4_decode(r: Reader) -> Hy4State:
-    mode, held, space, spoke = r.uint(), r.text(), r.text(), r.uint()
+    mode, (held, size), space, spoke = r.uint(), r.sized_text(), r.text(), r.uint()
     if mode > HY4_TEXT or spoke > 1:
         raise ValueError("not a hy_v4 state")
-    return Hy4State(mode, held, space, bool(spoke))
+    return Hy4State(mode, held, space, bool(spoke), size=size)
 
 
 HY4: ToolFormat[Hy4State] = ToolFormat("hy_v4", Hy4State, Hy4State, _hy4_feed, _hy4_encode,

@@ -240,10 +240,10 @@ def _encode(state: Hy4State, w: Writer) -> None:
 
 
 def _decode(r: Reader) -> K2hState:
-    mode, held, space, bits = r.uint(), r.text(), r.text(), r.uint()
+    mode, (held, size), space, bits = r.uint(), r.sized_text(), r.text(), r.uint()
     if mode > HY4_TEXT or bits >> 1 > JSON:
         raise ValueError("not a k2_horizon state")
-    return K2hState(mode, held, space, bool(bits & 1), form=bits >> 1)
+    return K2hState(mode, held, space, bool(bits & 1), form=bits >> 1, size=size)
 
 
 FORMAT: ToolFormat[K2hState] = ToolFormat("k2_horizon", K2hState, _start, _feed,  # type: ignore[arg-type]

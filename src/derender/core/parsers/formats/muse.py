@@ -46,7 +46,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import IntEnum, IntFlag
 from typing import Any
 
@@ -151,6 +151,10 @@ class MuseState(ToolState):
     """``ALONE``: the output as written, held until a call parses (``MAX_WHOLE``)."""
     bodies: str = ""
     """``ALONE``: the content read from it so far (the bodies), given when a call parses."""
+    held_size: int = field(default=-1, compare=False, repr=False)
+    """``held``'s size in the state (``utf8_size``), -1 where not known: carried so that a
+    chunk measures only its own text against the hold's bound. Not encoded (the decoder
+    knows it from the bytes it read)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -308,13 +312,29 @@ class _Run:
 
     def __init__(self, state: MuseState, context: ToolContext) -> None:
         self.phase, self.kind, self.flags = state.phase, state.kind, Flag(state.flags)
-        self.calls, self.held, self.inv = state.calls, state.held, state.inv
+        self.calls, self.inv = state.calls, state.inv
+        self._held, self._held_size = state.held, state.held_size
         self.tail, self.space = state.tail, state.space
         self.context = context
         self.keep = context.keep
         self.reasoning: list[str] = []
         self.content: list[str] = []
         self.deltas: list[ToolCallDelta] = []
+
+    @property
+    def held(self) -> str:
+        return self._held
+
+    @held.setter
+    def held(self, value: str) -> None:
+        self._held, self._held_size = value, -1
+
+    def hold(self, text: str) -> int:
+        """``held`` with ``text`` after it; its size, measuring ``text`` only when known."""
+        size = self._held_size
+        self._held += text
+        self._held_size = size + utf8_size(text) if size >= 0 else utf8_size(self._held)
+        return self._held_size
 
     # framing
 
@@ -374,8 +394,7 @@ class _Run:
             if self.flags & Flag.UNFRAMED:
                 self.bare(text)
                 return
-            self.held += text
-            if utf8_size(self.held) > MAX_LEAD:
+            if self.hold(text) > MAX_LEAD:
                 self.flags |= Flag.UNFRAMED
                 lead, self.held = self.held, ""
                 self.bare(lead)
@@ -405,8 +424,7 @@ class _Run:
             return
         if self.kind != Kind.TOOL or self.flags & Flag.RAW_LOST or (self.keep and self.calls):
             return
-        self.held += text
-        if utf8_size(self.held) > MAX_RAW:
+        if self.hold(text) > MAX_RAW:
             self.held = ""
             self.flags |= Flag.RAW_LOST
 
@@ -519,7 +537,8 @@ class _Run:
 
     def state(self, pend: str, whole: str = "", bodies: str = "") -> MuseState:
         return MuseState(self.phase, self.kind, int(self.flags), self.calls, pend, self.held,
-                         self.inv, self.tail, self.space, whole, bodies)
+                         self.inv, self.tail, self.space, whole, bodies,
+                         held_size=self._held_size)
 
 
 def feed_reasoning(state: MuseState, text: str, final: bool, context: ToolContext
@@ -587,8 +606,11 @@ def decode(r: Reader) -> MuseState:
         raise ValueError("not a muse state")
     if not flags & Flag.ALONE and flags & (Flag.CALLED | Flag.WHOLE_GIVEN):
         raise ValueError("not a muse state")
-    texts = [r.text() for _ in range(7 if flags & Flag.ALONE else 5)]
-    return MuseState(phase, kind, flags, calls, *texts)
+    pend, (held, size) = r.text(), r.sized_text()
+    inv, tail, space = r.text(), r.text(), r.text()
+    whole, bodies = (r.text(), r.text()) if flags & Flag.ALONE else ("", "")
+    return MuseState(phase, kind, flags, calls, pend, held, inv, tail, space, whole, bodies,
+                     held_size=size)
 
 
 def start() -> MuseState:

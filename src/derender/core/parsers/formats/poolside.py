@@ -33,7 +33,7 @@ import functools
 import json
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from derender.core.decoding.markers import pending_prefix
@@ -69,6 +69,10 @@ class PoolsideState(ToolState):
     calls: int = 0
     skip: bool = False
     """CALLED: the call being read is past the bound and dropped to its ``</tool_call>``."""
+    size: int = field(default=-1, compare=False, repr=False)
+    """``held``'s size in the state (``utf8_size``), -1 where not known: carried so that a
+    chunk measures only its own text against ``MAX_HELD``. Not encoded (the decoder knows it
+    from the bytes it read)."""
 
 
 @functools.cache
@@ -187,6 +191,17 @@ def held_feed(spec: HeldCalls, state: PoolsideState, text: str, final: bool,
     buf = state.held + text if spec.normalize is None else spec.normalize(state.held, text)
     if mode == OPEN and spec.strip_before:  # the whitespace held comes before the held prefix
         buf, space = space + buf, ""
+    # the size in the state of ``sized`` (a text is immutable: while ``buf is sized`` it is
+    # buf's), so a chunk measures its own text only, not the whole held call
+    sized, size = (buf, state.size + utf8_size(text)) if (
+        state.size >= 0 and spec.normalize is None and buf is not text
+        and not (mode == OPEN and spec.strip_before)) else ("", 0)
+
+    def size_of(buf: str) -> int:
+        nonlocal sized, size
+        if buf is not sized:
+            sized, size = buf, utf8_size(buf)
+        return size
     # where the next call may begin (PENDING holds the calls already skipped before it)
     at = _skipped(state.held, start, end) if mode == PENDING else 0
     out: list[str] = []
@@ -238,10 +253,10 @@ def held_feed(spec: HeldCalls, state: PoolsideState, text: str, final: bool,
                     0 if final else pending_prefix(buf, (start,))):]
                 if final:
                     buf = ""
-                elif utf8_size(buf) > MAX_HELD:
+                elif size_of(buf) > MAX_HELD:
                     buf, skip = "", True
                 break
-            if final or utf8_size(buf) > MAX_HELD:
+            if final or size_of(buf) > MAX_HELD:
                 out.append(space + buf)
                 mode, buf, space, spoke = TEXT, "", "", True
                 continue
@@ -269,7 +284,8 @@ def held_feed(spec: HeldCalls, state: PoolsideState, text: str, final: bool,
             calls.append(ToolCallDelta(count, name, arguments))
             count += 1
         mode, buf, at, space = CALLED, buf[stop:], 0, ""
-    return "".join(out), calls, type(state)(mode, buf, space, spoke, count, skip)
+    return "".join(out), calls, type(state)(mode, buf, space, spoke, count, skip,
+                                            size=size if buf is sized else -1)
 
 
 def _skipped(held: str, start: str, end: str) -> int:
@@ -292,10 +308,11 @@ def _encode(state: PoolsideState, w: Writer) -> None:
 
 
 def _decode(r: Reader, state: type[PoolsideState] = PoolsideState) -> PoolsideState:
-    mode, held, space, bits, calls = r.uint(), r.text(), r.text(), r.uint(), r.uint()
+    mode, (held, size), space, bits, calls = (r.uint(), r.sized_text(), r.text(), r.uint(),
+                                              r.uint())
     if mode > TEXT or bits > 3:
         raise ValueError("not a held-calls state")
-    return state(mode, held, space, bool(bits & 1), calls, bool(bits & 2))
+    return state(mode, held, space, bool(bits & 1), calls, bool(bits & 2), size=size)
 
 
 def held_format(name: str, spec: HeldCalls, state: type[PoolsideState]

@@ -150,10 +150,10 @@ def _encode(state: Step3State, w: Writer) -> None:
 
 
 def _decode(r: Reader) -> Step3State:
-    mode, held, space, bits = r.uint(), r.text(), r.text(), r.uint()
+    mode, (held, size), space, bits = r.uint(), r.sized_text(), r.text(), r.uint()
     if mode > HY4_AFTER or bits > 3:
         raise ValueError("not a step3 state")
-    return Step3State(mode, held, space, bool(bits & 1), calls=bits >> 1)
+    return Step3State(mode, held, space, bool(bits & 1), calls=bits >> 1, size=size)
 
 
 FORMAT: ToolFormat[Step3State] = ToolFormat("step3", Step3State, Step3State, _feed, _encode,
