@@ -43,12 +43,6 @@ def refused_by_vllm(reasoning_parser: str | None, tool_parser: str | None) -> bo
     return tool_parser in COHERE and reasoning_parser not in COHERE
 
 
-ALONE_NOT_SERVED_YET = {"muse_glimmer"}
-"""Family tool parsers whose machine has no alone mode yet (``ToolRecord.needs_reasoning``):
-without their family's reasoning parser they are refused, saying so (README compatibility);
-none on this branch, ``muse_glimmer`` where that format is merged."""
-
-
 def test_every_pair_is_served_unless_vllm_refuses_it() -> None:
     reasoning_names = [None, *sorted(parsers.REASONING_PARSERS)]
     tool_names = [None, *sorted(parsers.TOOL_PARSERS)]
@@ -56,12 +50,6 @@ def test_every_pair_is_served_unless_vllm_refuses_it() -> None:
     for reasoning_parser in reasoning_names:
         for tool_parser in tool_names:
             error = parsers.pairing_error(reasoning_parser, tool_parser)
-            record = parsers.tool_record(tool_parser)
-            if (error is not None and record is not None and record.needs_reasoning
-                    and not refused_by_vllm(reasoning_parser, tool_parser)):
-                assert tool_parser in ALONE_NOT_SERVED_YET and "not served yet" in error
-                refused.append((reasoning_parser, tool_parser))
-                continue
             assert (error is not None) == refused_by_vllm(reasoning_parser, tool_parser), (
                 reasoning_parser, tool_parser, error)
             if error is None and (reasoning_parser or tool_parser):

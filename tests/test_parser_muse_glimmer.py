@@ -13,11 +13,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from derender.contract.requests import ChatRequest
 from derender.core import parsers
 from derender.core.parsers.formats import muse, muse_glimmer
 from derender.core.parsers.registry import MARKUP
 from derender.core.parsers.tools import ToolContext
 from derender.core.state.codec import Reader, Writer, utf8_size
+from derender_testing.models import vocabulary
 
 SPELL = {marker: chr(0xE000 + MARKUP.index(marker)) for marker in MARKUP}
 S, M, EOM, EOT = (SPELL[m] for m in (muse.START, muse.MESSAGE, muse.EOM, muse.EOT))
@@ -44,11 +46,12 @@ def as_text(text: str) -> str:
                                                       muse.EOT)})
 
 
-def read(pieces: list[str], context: ToolContext = KEEP
+def read(pieces: list[str], context: ToolContext = KEEP, mode: int = 0
          ) -> tuple[str, str, list[tuple[str, str]]]:
-    """Reasoning, content and calls of the machine fed ``pieces``, the last one final; every
-    state reached encodes and decodes to itself; a call comes whole, in one delta."""
-    state = muse_glimmer.start()
+    """Reasoning, content and calls of the machine fed ``pieces``, the last one final (started
+    in ``mode``); every state reached encodes and decodes to itself; a call comes whole, in
+    one delta."""
+    state = muse_glimmer.start_in(mode)
     reasoning = content = ""
     calls: list[tuple[str, str]] = []
     for k, piece in enumerate(pieces):
@@ -65,8 +68,12 @@ def read(pieces: list[str], context: ToolContext = KEEP
     return reasoning, content, calls
 
 
-def whole(text: str, context: ToolContext = KEEP) -> tuple[str, str, list[tuple[str, str]]]:
-    return read([text], context)
+def whole(text: str, context: ToolContext = KEEP, mode: int = 0
+          ) -> tuple[str, str, list[tuple[str, str]]]:
+    return read([text], context, mode)
+
+
+ALONE = muse_glimmer.ALONE_MODE
 
 
 # --------------------------------------------------------------------------- vLLM's messages
@@ -134,13 +141,15 @@ texts = st.lists(st.sampled_from(PIECES), max_size=16).map("".join)
 @settings(max_examples=100, deadline=None)
 @given(text=texts, data=st.data())
 def test_any_split_reads_as_the_whole(text: str, data: st.DataObject) -> None:
+    """With both parsers, and the tool parser alone (``ALONE_MODE``)."""
     context = data.draw(st.sampled_from([KEEP, NOKEEP, REQUIRED]), label="context")
+    mode = data.draw(st.sampled_from([0, ALONE]), label="mode")
     cuts = sorted(data.draw(st.sets(st.integers(0, len(text)), max_size=10), label="cuts"))
     bounds = [0, *cuts, len(text)]
     pieces = [text[bounds[i]:bounds[i + 1]] for i in range(len(bounds) - 1)]
-    assert read(pieces, context) == whole(text, context)
+    assert read(pieces, context, mode) == whole(text, context, mode)
     plain = ToolContext(tools=TOOLS, keep=context.keep, required=context.required)
-    assert read([as_text(p) for p in pieces], plain) == whole(as_text(text), plain)
+    assert read([as_text(p) for p in pieces], plain, mode) == whole(as_text(text), plain, mode)
 
 
 # --------------------------------------------------------------------------- past MAX_HELD
@@ -198,16 +207,25 @@ def test_a_state_over_its_bound_is_refused() -> None:
 # --------------------------------------------------------------------------- registry
 
 
-@pytest.mark.parametrize(("reasoning_parser", "tool_parser", "refused"), [
-    ("muse_glimmer", "muse_glimmer", None), ("muse_glimmer", None, None),
-    (None, "muse_glimmer", "tool parser 'muse_glimmer' serves only with its family's "
-                           "reasoning parser (muse_glimmer)"),
-    ("muse", "muse_glimmer", "serves only with its family's reasoning parser"),
-    # served: the muse_glimmer reasoning parser alone reads first, then the other tool parser
-    # reads its content (as vLLM's abstract parser composes any two)
-    ("muse_glimmer", "muse", None), ("muse_glimmer", "hermes", None),
+@pytest.mark.parametrize(("reasoning_parser", "tool_parser", "alone"), [
+    ("muse_glimmer", "muse_glimmer", False),
+    # the tool parser alone, or after another family's reasoning parser: its alone mode
+    # (vLLM's MuseGlimmerToolParser on the whole text handed over: 9370-9381)
+    (None, "muse_glimmer", True), ("muse", "muse_glimmer", True),
+    ("qwen3", "muse_glimmer", True),
+    # the muse_glimmer reasoning parser alone reads first, then the other tool parser reads
+    # its content (as vLLM's abstract parser composes any two; muse's in its own alone mode)
+    ("muse_glimmer", None, False), ("muse_glimmer", "muse", True),
+    ("muse_glimmer", "hermes", False),
 ])
-def test_pairing(reasoning_parser: str | None, tool_parser: str | None,
-                 refused: str | None) -> None:
-    error = parsers.pairing_error(reasoning_parser, tool_parser)
-    assert (error is None) if refused is None else (error is not None and refused in error)
+def test_pairing(reasoning_parser: str | None, tool_parser: str | None, alone: bool) -> None:
+    """Every pairing vLLM accepts is served (none refused at start-up)."""
+    assert parsers.pairing_error(reasoning_parser, tool_parser) is None
+    request = ChatRequest.model_validate({"messages": [{"role": "user", "content": "Hi"}],
+                                          "tools": [WEATHER]})
+    settings = parsers.parser_settings(reasoning_parser, tool_parser, request,
+                                       vocabulary("muse-spark-standin"))
+    assert settings.tool_mode == (1 if alone else 0)  # (muse's ALONE_MODE and this one's)
+    if tool_parser == "muse_glimmer":
+        started = muse_glimmer.start_in(settings.tool_mode)
+        assert bool(started.flags & muse_glimmer.ALONE) == alone

@@ -430,7 +430,7 @@ TOOL_RECORDS: tuple[ToolRecord, ...] = (
     _own("xlam", "xlam", "FORMAT", 235),
     # Muse Glimmer's reading of Muse's channels (issue 20, tags 240-249), with its reasoning
     _own("muse_glimmer", "muse_glimmer", "FORMAT", 240, markers=MUSE_FRAMING, reads=_EVERY,
-         family="muse_glimmer", needs_reasoning=True),
+         family="muse_glimmer", alone_mode=1),
 )
 """The tool-call formats."""
 
