@@ -126,6 +126,40 @@ def test_markers_written_as_text_read_alike() -> None:
     assert whole(as_text(text), PLAIN) == whole(text)
 
 
+def test_the_tool_parser_alone() -> None:  # 9370-9381
+    """vLLM's ``MuseGlimmerToolParser.extract_tool_calls`` on the whole output (run in the
+    peer's venv on these texts), composed by ``parser/abstract_parser.py``: no reasoning; with
+    a call, the no-recipient and ``user`` bodies (null when none); without, the output as
+    written, framing included."""
+    answer = f"{S}assistant to=user{M}{ANSWER}{EOT}"
+    text = SELF + EOM + answer
+    assert whole(text, KEEP, ALONE) == ("", as_text(text), [])
+    assert whole(SELF + EOM + CALL + EOM + answer, KEEP, ALONE) == (
+        "", ANSWER, [("get_weather", PARIS)])
+    assert whole(SELF + EOM + CALL + EOM, KEEP, ALONE) == ("", "", [("get_weather", PARIS)])
+    bare = f"{M}{THOUGHT}{EOM}" + CALL + EOM + answer
+    assert whole(bare, KEEP, ALONE) == ("", THOUGHT + ANSWER, [("get_weather", PARIS)])
+    cut = SELF + EOM + CALL[:CALL.index("Paris") + 3]
+    assert whole(cut, KEEP, ALONE) == ("", as_text(cut), [])
+    # calls not read (tool_choice "none"): the output as handed over
+    assert whole(SELF + EOM + CALL + EOM, NOKEEP, ALONE) == ("", SELF + EOM + CALL + EOM, [])
+
+
+def test_the_tool_parser_alone_past_max_held() -> None:
+    """README compatibility: an output over ``MAX_HELD`` bytes, read alone: with a call read
+    by then, the calls and the content bodies read left to right; without, the output as
+    written (the calls read after it still given)."""
+    long = WIDE * (muse_glimmer.MAX_HELD // 4)
+    answer = f"{S}assistant to=user{M}{ANSWER}{EOT}"
+    called = [SELF + EOM, CALL, EOM, f"{S}assistant to=user{M}", long, EOT]
+    assert read(called, KEEP, ALONE) == ("", long, [("get_weather", PARIS)])
+    late = [SELF + long + EOM, CALL, EOM, answer]
+    assert read(late, KEEP, ALONE) == ("", "".join(late), [("get_weather", PARIS)])
+    # within the bound, vLLM's message: the answer's body with the call
+    assert whole("".join(late).replace(long, ""), KEEP, ALONE) == (
+        "", ANSWER, [("get_weather", PARIS)])
+
+
 # --------------------------------------------------------------------------- any split
 
 WIDE = "\U0001F600"
@@ -185,9 +219,10 @@ def test_state_stays_under_its_bound() -> None:
     """Held: the output (``MAX_HELD``) and what the left-to-right reading gave of it; read
     left to right: ``muse``'s bounds (an invoke, ``MAX_CALL``; framing, ``MAX_PEND``)."""
     bound = 2 * muse_glimmer.MAX_HELD + muse.MAX_CALL + 4 * muse.MAX_PEND
-    for pieces in ([SELF, EOM, f'{S}assistant to={W}{M}<atem:invoke name="x">'] + [WIDE] * 3000,
-                   [SELF] + [WIDE] * 3000, [WIDE] * 3000):
-        state, largest = muse_glimmer.start(), 0
+    for mode, pieces in [(mode, pieces) for mode in (0, ALONE) for pieces in (
+            [SELF, EOM, f'{S}assistant to={W}{M}<atem:invoke name="x">'] + [WIDE] * 3000,
+            [SELF] + [WIDE] * 3000, [WIDE] * 3000)]:
+        state, largest = muse_glimmer.start_in(mode), 0
         for piece in pieces:
             _, _, _, state = muse_glimmer.feed_reasoning(state, piece, False, KEEP)
             writer = Writer()
