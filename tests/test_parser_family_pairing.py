@@ -2,7 +2,8 @@
 one machine reads both (``Machine.FAMILY``: ``muse``, ``cohere_command3``/``4``):
 
 - the ``muse`` tool parser alone or after another family's reasoning parser reads every
-  channel itself (``ToolRecord.alone_mode``): recordings 7490-7509 and 9866-9879;
+  channel itself (``ToolRecord.alone_mode``): recordings 7490-7509 and 9866-9879; so does
+  ``muse_glimmer``'s (9370-9381; its split invariance in test_parser_muse_glimmer.py);
 - the ``muse`` reasoning parser before another family's tool parser reads the reasoning alone
   first, then that tool parser the content it leaves (``parsers.front``): 9852-9865;
 - a Cohere reasoning parser with any tool parser is read as with its own (vLLM's
@@ -72,8 +73,9 @@ def test_what_reads_each_kind_of_pairing() -> None:
                                                                          "cohere_command3")
     assert parsers.front("cohere_command4", "hermes") is None
     # a family tool parser without its reasoning parser reads in its alone mode
-    muse = parsers.tool_record("muse")
-    assert muse is not None and muse.alone_mode
+    for name in ("muse", "muse_glimmer"):
+        record = parsers.tool_record(name)
+        assert record is not None and record.alone_mode and not record.needs_reasoning
     assert parsers.served_pair("qwen3", "muse") == ("qwen3", "muse")
 
 

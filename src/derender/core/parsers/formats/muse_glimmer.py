@@ -23,6 +23,13 @@ text between messages is dropped; text before the first header is content past
 (so no chunk reads more than its own text, but the last of a held output). The README's
 compatibility table says where that reading differs from vLLM's message. Streamed and not
 alike: the same output gives the same answer whatever its chunks.
+
+Without the ``muse_glimmer`` reasoning parser (alone, or after another family's: ``ALONE``,
+``start_in(ALONE_MODE)``) vLLM's tool parser reads the whole text it is handed
+(``message_alone``): no reasoning; with a call the recipient-less and ``user`` bodies, without
+one the text as written. Held the same way; past ``MAX_HELD``, with a call read by then the
+calls and those bodies as they come, without one the text as written (``AS_WRITTEN``), later
+calls still given (README compatibility).
 """
 
 from __future__ import annotations
