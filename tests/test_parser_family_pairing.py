@@ -2,7 +2,8 @@
 one machine reads both (``Machine.FAMILY``: ``muse``, ``cohere_command3``/``4``):
 
 - the ``muse`` tool parser alone or after another family's reasoning parser reads every
-  channel itself (``ToolRecord.alone_mode``): recordings 7490-7509 and 9866-9879;
+  channel itself (``ToolRecord.alone_mode``): recordings 7490-7509 and 9866-9879; so does
+  ``muse_glimmer``'s (9370-9381; its split invariance in test_parser_muse_glimmer.py);
 - the ``muse`` reasoning parser before another family's tool parser reads the reasoning alone
   first, then that tool parser the content it leaves (``parsers.front``): 9852-9865;
 - a Cohere reasoning parser with any tool parser is read as with its own (vLLM's
@@ -43,12 +44,6 @@ def refused_by_vllm(reasoning_parser: str | None, tool_parser: str | None) -> bo
     return tool_parser in COHERE and reasoning_parser not in COHERE
 
 
-ALONE_NOT_SERVED_YET = {"muse_glimmer"}
-"""Family tool parsers whose machine has no alone mode yet (``ToolRecord.needs_reasoning``):
-without their family's reasoning parser they are refused, saying so (README compatibility);
-none on this branch, ``muse_glimmer`` where that format is merged."""
-
-
 def test_every_pair_is_served_unless_vllm_refuses_it() -> None:
     reasoning_names = [None, *sorted(parsers.REASONING_PARSERS)]
     tool_names = [None, *sorted(parsers.TOOL_PARSERS)]
@@ -56,12 +51,6 @@ def test_every_pair_is_served_unless_vllm_refuses_it() -> None:
     for reasoning_parser in reasoning_names:
         for tool_parser in tool_names:
             error = parsers.pairing_error(reasoning_parser, tool_parser)
-            record = parsers.tool_record(tool_parser)
-            if (error is not None and record is not None and record.needs_reasoning
-                    and not refused_by_vllm(reasoning_parser, tool_parser)):
-                assert tool_parser in ALONE_NOT_SERVED_YET and "not served yet" in error
-                refused.append((reasoning_parser, tool_parser))
-                continue
             assert (error is not None) == refused_by_vllm(reasoning_parser, tool_parser), (
                 reasoning_parser, tool_parser, error)
             if error is None and (reasoning_parser or tool_parser):
@@ -84,8 +73,9 @@ def test_what_reads_each_kind_of_pairing() -> None:
                                                                          "cohere_command3")
     assert parsers.front("cohere_command4", "hermes") is None
     # a family tool parser without its reasoning parser reads in its alone mode
-    muse = parsers.tool_record("muse")
-    assert muse is not None and muse.alone_mode
+    for name in ("muse", "muse_glimmer"):
+        record = parsers.tool_record(name)
+        assert record is not None and record.alone_mode and not record.needs_reasoning
     assert parsers.served_pair("qwen3", "muse") == ("qwen3", "muse")
 
 

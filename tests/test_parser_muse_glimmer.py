@@ -13,11 +13,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from derender.contract.requests import ChatRequest
 from derender.core import parsers
 from derender.core.parsers.formats import muse, muse_glimmer
 from derender.core.parsers.registry import MARKUP
 from derender.core.parsers.tools import ToolContext
 from derender.core.state.codec import Reader, Writer, utf8_size
+from derender_testing.models import vocabulary
 
 SPELL = {marker: chr(0xE000 + MARKUP.index(marker)) for marker in MARKUP}
 S, M, EOM, EOT = (SPELL[m] for m in (muse.START, muse.MESSAGE, muse.EOM, muse.EOT))
@@ -44,11 +46,12 @@ def as_text(text: str) -> str:
                                                       muse.EOT)})
 
 
-def read(pieces: list[str], context: ToolContext = KEEP
+def read(pieces: list[str], context: ToolContext = KEEP, mode: int = 0
          ) -> tuple[str, str, list[tuple[str, str]]]:
-    """Reasoning, content and calls of the machine fed ``pieces``, the last one final; every
-    state reached encodes and decodes to itself; a call comes whole, in one delta."""
-    state = muse_glimmer.start()
+    """Reasoning, content and calls of the machine fed ``pieces``, the last one final (started
+    in ``mode``); every state reached encodes and decodes to itself; a call comes whole, in
+    one delta."""
+    state = muse_glimmer.start_in(mode)
     reasoning = content = ""
     calls: list[tuple[str, str]] = []
     for k, piece in enumerate(pieces):
@@ -65,8 +68,12 @@ def read(pieces: list[str], context: ToolContext = KEEP
     return reasoning, content, calls
 
 
-def whole(text: str, context: ToolContext = KEEP) -> tuple[str, str, list[tuple[str, str]]]:
-    return read([text], context)
+def whole(text: str, context: ToolContext = KEEP, mode: int = 0
+          ) -> tuple[str, str, list[tuple[str, str]]]:
+    return read([text], context, mode)
+
+
+ALONE = muse_glimmer.ALONE_MODE
 
 
 # --------------------------------------------------------------------------- vLLM's messages
@@ -119,6 +126,40 @@ def test_markers_written_as_text_read_alike() -> None:
     assert whole(as_text(text), PLAIN) == whole(text)
 
 
+def test_the_tool_parser_alone() -> None:  # 9370-9381
+    """vLLM's ``MuseGlimmerToolParser.extract_tool_calls`` on the whole output (run in the
+    peer's venv on these texts), composed by ``parser/abstract_parser.py``: no reasoning; with
+    a call, the no-recipient and ``user`` bodies (null when none); without, the output as
+    written, framing included."""
+    answer = f"{S}assistant to=user{M}{ANSWER}{EOT}"
+    text = SELF + EOM + answer
+    assert whole(text, KEEP, ALONE) == ("", as_text(text), [])
+    assert whole(SELF + EOM + CALL + EOM + answer, KEEP, ALONE) == (
+        "", ANSWER, [("get_weather", PARIS)])
+    assert whole(SELF + EOM + CALL + EOM, KEEP, ALONE) == ("", "", [("get_weather", PARIS)])
+    bare = f"{M}{THOUGHT}{EOM}" + CALL + EOM + answer
+    assert whole(bare, KEEP, ALONE) == ("", THOUGHT + ANSWER, [("get_weather", PARIS)])
+    cut = SELF + EOM + CALL[:CALL.index("Paris") + 3]
+    assert whole(cut, KEEP, ALONE) == ("", as_text(cut), [])
+    # calls not read (tool_choice "none"): the output as handed over
+    assert whole(SELF + EOM + CALL + EOM, NOKEEP, ALONE) == ("", SELF + EOM + CALL + EOM, [])
+
+
+def test_the_tool_parser_alone_past_max_held() -> None:
+    """README compatibility: an output over ``MAX_HELD`` bytes, read alone: with a call read
+    by then, the calls and the content bodies read left to right; without, the output as
+    written (the calls read after it still given)."""
+    long = WIDE * (muse_glimmer.MAX_HELD // 4)
+    answer = f"{S}assistant to=user{M}{ANSWER}{EOT}"
+    called = [SELF + EOM, CALL, EOM, f"{S}assistant to=user{M}", long, EOT]
+    assert read(called, KEEP, ALONE) == ("", long, [("get_weather", PARIS)])
+    late = [SELF + long + EOM, CALL, EOM, answer]
+    assert read(late, KEEP, ALONE) == ("", "".join(late), [("get_weather", PARIS)])
+    # within the bound, vLLM's message: the answer's body with the call
+    assert whole("".join(late).replace(long, ""), KEEP, ALONE) == (
+        "", ANSWER, [("get_weather", PARIS)])
+
+
 # --------------------------------------------------------------------------- any split
 
 WIDE = "\U0001F600"
@@ -134,13 +175,15 @@ texts = st.lists(st.sampled_from(PIECES), max_size=16).map("".join)
 @settings(max_examples=100, deadline=None)
 @given(text=texts, data=st.data())
 def test_any_split_reads_as_the_whole(text: str, data: st.DataObject) -> None:
+    """With both parsers, and the tool parser alone (``ALONE_MODE``)."""
     context = data.draw(st.sampled_from([KEEP, NOKEEP, REQUIRED]), label="context")
+    mode = data.draw(st.sampled_from([0, ALONE]), label="mode")
     cuts = sorted(data.draw(st.sets(st.integers(0, len(text)), max_size=10), label="cuts"))
     bounds = [0, *cuts, len(text)]
     pieces = [text[bounds[i]:bounds[i + 1]] for i in range(len(bounds) - 1)]
-    assert read(pieces, context) == whole(text, context)
+    assert read(pieces, context, mode) == whole(text, context, mode)
     plain = ToolContext(tools=TOOLS, keep=context.keep, required=context.required)
-    assert read([as_text(p) for p in pieces], plain) == whole(as_text(text), plain)
+    assert read([as_text(p) for p in pieces], plain, mode) == whole(as_text(text), plain, mode)
 
 
 # --------------------------------------------------------------------------- past MAX_HELD
@@ -176,9 +219,10 @@ def test_state_stays_under_its_bound() -> None:
     """Held: the output (``MAX_HELD``) and what the left-to-right reading gave of it; read
     left to right: ``muse``'s bounds (an invoke, ``MAX_CALL``; framing, ``MAX_PEND``)."""
     bound = 2 * muse_glimmer.MAX_HELD + muse.MAX_CALL + 4 * muse.MAX_PEND
-    for pieces in ([SELF, EOM, f'{S}assistant to={W}{M}<atem:invoke name="x">'] + [WIDE] * 3000,
-                   [SELF] + [WIDE] * 3000, [WIDE] * 3000):
-        state, largest = muse_glimmer.start(), 0
+    for mode, pieces in [(mode, pieces) for mode in (0, ALONE) for pieces in (
+            [SELF, EOM, f'{S}assistant to={W}{M}<atem:invoke name="x">'] + [WIDE] * 3000,
+            [SELF] + [WIDE] * 3000, [WIDE] * 3000)]:
+        state, largest = muse_glimmer.start_in(mode), 0
         for piece in pieces:
             _, _, _, state = muse_glimmer.feed_reasoning(state, piece, False, KEEP)
             writer = Writer()
@@ -198,16 +242,25 @@ def test_a_state_over_its_bound_is_refused() -> None:
 # --------------------------------------------------------------------------- registry
 
 
-@pytest.mark.parametrize(("reasoning_parser", "tool_parser", "refused"), [
-    ("muse_glimmer", "muse_glimmer", None), ("muse_glimmer", None, None),
-    (None, "muse_glimmer", "tool parser 'muse_glimmer' serves only with its family's "
-                           "reasoning parser (muse_glimmer)"),
-    ("muse", "muse_glimmer", "serves only with its family's reasoning parser"),
-    # served: the muse_glimmer reasoning parser alone reads first, then the other tool parser
-    # reads its content (as vLLM's abstract parser composes any two)
-    ("muse_glimmer", "muse", None), ("muse_glimmer", "hermes", None),
+@pytest.mark.parametrize(("reasoning_parser", "tool_parser", "alone"), [
+    ("muse_glimmer", "muse_glimmer", False),
+    # the tool parser alone, or after another family's reasoning parser: its alone mode
+    # (vLLM's MuseGlimmerToolParser on the whole text handed over: 9370-9381)
+    (None, "muse_glimmer", True), ("muse", "muse_glimmer", True),
+    ("qwen3", "muse_glimmer", True),
+    # the muse_glimmer reasoning parser alone reads first, then the other tool parser reads
+    # its content (as vLLM's abstract parser composes any two; muse's in its own alone mode)
+    ("muse_glimmer", None, False), ("muse_glimmer", "muse", True),
+    ("muse_glimmer", "hermes", False),
 ])
-def test_pairing(reasoning_parser: str | None, tool_parser: str | None,
-                 refused: str | None) -> None:
-    error = parsers.pairing_error(reasoning_parser, tool_parser)
-    assert (error is None) if refused is None else (error is not None and refused in error)
+def test_pairing(reasoning_parser: str | None, tool_parser: str | None, alone: bool) -> None:
+    """Every pairing vLLM accepts is served (none refused at start-up)."""
+    assert parsers.pairing_error(reasoning_parser, tool_parser) is None
+    request = ChatRequest.model_validate({"messages": [{"role": "user", "content": "Hi"}],
+                                          "tools": [WEATHER]})
+    settings = parsers.parser_settings(reasoning_parser, tool_parser, request,
+                                       vocabulary("muse-spark-standin"))
+    assert settings.tool_mode == (1 if alone else 0)  # (muse's ALONE_MODE and this one's)
+    if tool_parser == "muse_glimmer":
+        started = muse_glimmer.start_in(settings.tool_mode)
+        assert bool(started.flags & muse_glimmer.ALONE) == alone

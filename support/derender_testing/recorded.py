@@ -20,11 +20,7 @@ NOT_IMPLEMENTED: frozenset[str] = frozenset({
 parser is written): cases with one of them are skipped, saying so, until it lands."""
 
 
-NOT_SERVED_SERVERS: dict[str, str] = {
-    # Muse Glimmer (issue 20)
-    "-muse_glimmer-tool-chat-": "the muse_glimmer tool parser without the muse_glimmer "
-                                "reasoning parser, which reads every channel itself (refused at "
-                                "start-up, README compatibility)"}
+NOT_SERVED_SERVERS: dict[str, str] = {}
 """Recordings of a parser pairing derender refuses, by the server's slug in the case name:
 kept for when it is served, skipped saying why."""
 

@@ -144,10 +144,12 @@ class ToolRecord:
     """A format whose machine reads its family's reasoning too (``ToolFormat.feed_reasoning``):
     the mode its ``ToolFormat.start_in`` starts in when it reads without its family's
     reasoning parser (alone, or after another family's), as vLLM's tool parser then reads the
-    output (``muse``: every channel, the reasoning dropped); 0: as with it."""
+    output (``muse``, ``muse_glimmer``: every channel, the reasoning dropped); 0: as with
+    it."""
     needs_reasoning: bool = False
     """A family tool format whose machine has no ``alone_mode`` yet: served only with its
-    family's reasoning parser (``parsers.pairing_error`` says so; vLLM runs it alone too)."""
+    family's reasoning parser (``parsers.pairing_error`` says so; vLLM runs it alone too).
+    None today (``muse_glimmer`` has its ``alone_mode``)."""
     reasoning_from: tuple[str, ...] = ()
     """The only reasoning parsers vLLM accepts before this tool parser (besides none); empty:
     any. vLLM's ``CohereCommandParser`` asserts that a reasoning parser named with it is
@@ -430,7 +432,7 @@ TOOL_RECORDS: tuple[ToolRecord, ...] = (
     _own("xlam", "xlam", "FORMAT", 235),
     # Muse Glimmer's reading of Muse's channels (issue 20, tags 240-249), with its reasoning
     _own("muse_glimmer", "muse_glimmer", "FORMAT", 240, markers=MUSE_FRAMING, reads=_EVERY,
-         family="muse_glimmer", needs_reasoning=True),
+         family="muse_glimmer", alone_mode=1),
 )
 """The tool-call formats."""
 

@@ -23,6 +23,13 @@ text between messages is dropped; text before the first header is content past
 (so no chunk reads more than its own text, but the last of a held output). The README's
 compatibility table says where that reading differs from vLLM's message. Streamed and not
 alike: the same output gives the same answer whatever its chunks.
+
+Without the ``muse_glimmer`` reasoning parser (alone, or after another family's: ``ALONE``,
+``start_in(ALONE_MODE)``) vLLM's tool parser reads the whole text it is handed
+(``message_alone``): no reasoning; with a call the recipient-less and ``user`` bodies, without
+one the text as written. Held the same way; past ``MAX_HELD``, with a call read by then the
+calls and those bodies as they come, without one the text as written (``AS_WRITTEN``), later
+calls still given (README compatibility).
 """
 
 from __future__ import annotations
@@ -169,13 +176,37 @@ def message(out: str, context: ToolContext) -> tuple[str | None, str | None, lis
     return reasoning, content, []
 
 
+def message_alone(out: str, context: ToolContext
+                  ) -> tuple[str | None, str | None, list[tuple[str, str]]]:
+    """vLLM's message for the tool parser without the ``muse_glimmer`` reasoning parser
+    (alone, or on another family's reasoning parser's content): ``extract_tool_calls`` on the
+    whole text handed over; with calls, its content (the no-recipient and ``user`` bodies,
+    null when blank); without, the text as written (``parser/abstract_parser.py``'s
+    ``_extract_tool_calls``: content stays its input)."""
+    if not context.keep:
+        return None, out or None, []
+    calls, called = extract_tool_calls(out, context.tools)
+    if calls:
+        return None, None if called is not None and not called.strip() else called, calls
+    if (context.required or context.forced_name is not None) and not out.strip():
+        return None, None, []
+    return None, out or None, []
+
+
 # the state
 
 REASONED = muse.Flag.SPOKE
 """(Read left to right) a ``to=self`` block was opened: the next one starts with a newline.
 (The ``muse`` flag that this reading has no use for.)"""
+ALONE = muse.Flag.ALONE
+"""The tool parser without the ``muse_glimmer`` reasoning parser (``start_in(ALONE_MODE)``):
+vLLM's ``MuseGlimmerToolParser`` on the whole text handed over (``message_alone``)."""
+AS_WRITTEN = muse.Flag.WHOLE_GIVEN
+"""``ALONE``: the output passed ``MAX_HELD`` before a call was read: its content is the
+output as written from then on (else the content bodies read left to right)."""
+_MODE = ALONE | AS_WRITTEN
 _FLAGS = (muse.Flag.UNFRAMED | muse.Flag.CALLABLE | muse.Flag.TOOL_SEEN | muse.Flag.IN_INVOKE
-          | muse.Flag.SKIP | muse.Flag.FROM_TOOL | REASONED)
+          | muse.Flag.SKIP | muse.Flag.FROM_TOOL | REASONED | _MODE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -281,6 +312,8 @@ def feed_reasoning(state: GlimmerState, text: str, final: bool, context: ToolCon
     """Reasoning, content and calls of the output's next text (``final``: its end). The
     left-to-right reading reads every chunk; while the output is within ``MAX_HELD`` what it
     gives is kept, and at the end replaced by vLLM's message."""
+    if state.flags & ALONE:
+        return _alone(state, text, final, context)
     whole = "" if state.streaming else state.whole + text
     held = not state.streaming and utf8_size(whole) <= MAX_HELD
     run = _Stream(muse.MuseState(state.phase, state.kind, state.flags, state.calls, "",
@@ -313,6 +346,53 @@ def feed_reasoning(state: GlimmerState, text: str, final: bool, context: ToolCon
     return reasoning, content, deltas, after
 
 
+def _alone(state: GlimmerState, text: str, final: bool, context: ToolContext
+           ) -> tuple[str, str, list[ToolCallDelta], GlimmerState]:
+    """The tool parser without its reasoning parser: the output held (as written) for
+    ``MAX_HELD`` bytes and ``message_alone`` given at its end; meanwhile read left to right
+    (the content bodies and complete invokes kept). Past ``MAX_HELD`` (README compatibility):
+    with a call read by then, the calls and the content bodies as they come; without one,
+    the output as written, the calls read after it still given. With the calls not read
+    (``tool_choice`` "none", no ``tools``) the text is content as handed over."""
+    if not context.keep:
+        return "", text, [], state
+    whole = "" if state.streaming else state.whole + text
+    held = not state.streaming and utf8_size(whole) <= MAX_HELD
+    run = _Stream(muse.MuseState(state.phase, state.kind, state.flags & ~_MODE, state.calls,
+                                 "", state.lead, state.inv), context)
+    if held:
+        run.invokes = []
+    pend = run.read(state.pend + text, final, muse._marks(context))
+    if final:
+        run.finish()
+    if held and final:
+        _, content, calls = message_alone(_as_written(whole, context), context)
+        return ("", content or "",
+                [ToolCallDelta(i, name, args) for i, (name, args) in enumerate(calls)],
+                GlimmerState(flags=ALONE))
+    mode = state.flags & _MODE
+    after = GlimmerState(whole if held else "", not held, state.given, run.phase, run.kind,
+                         int(run.flags) | mode, run.calls, pend, run.held, run.inv)
+    content = "".join(run.content)
+    if held:  # (the reasoning is dropped)
+        given = ("", state.given[1] + content, *state.given[2:], *(run.invokes or ()))
+        return "", "", [], replace(after, given=given)
+    deltas = run.deltas
+    if not state.streaming:  # the output passed MAX_HELD: what was kept is given
+        parsed = [parse_invoke(invoke, context.tools) for invoke in state.given[2:]]
+        deltas = [ToolCallDelta(i, *call) for i, call in enumerate(
+            [call for call in parsed if call is not None]
+            + [(d.name or "", d.arguments) for d in deltas])]
+        if deltas:
+            content = state.given[1] + content
+        else:
+            content, mode = whole, mode | AS_WRITTEN  # (as handed over)
+        after = replace(after, given=("", ""), calls=len(deltas), flags=int(run.flags) | mode)
+    elif mode & AS_WRITTEN:
+        content = text
+    return "", content, deltas, after
+
+
 def feed(state: GlimmerState, text: str, final: bool, context: ToolContext
          ) -> tuple[str, list[ToolCallDelta], GlimmerState]:
     _, content, calls, state = feed_reasoning(state, text, final, context)
@@ -335,7 +415,9 @@ def decode(r: Reader) -> GlimmerState:
     kept = tuple(r.text() for _ in range(given))
     pend, lead, inv = r.text(), r.text(), r.text()
     if (utf8_size(whole) > MAX_HELD or utf8_size(lead) > muse.MAX_LEAD
-            or (streaming and (whole or given > 2 or any(kept)))):
+            or (streaming and (whole or given > 2 or any(kept)))
+            or (flags & AS_WRITTEN and not (flags & ALONE and streaming))
+            or (flags & ALONE and kept[0])):
         raise ValueError("not a muse_glimmer state")
     return GlimmerState(whole, bool(streaming), kept, phase, kind, flags, calls, pend, lead,
                         inv)
@@ -345,5 +427,14 @@ def start() -> GlimmerState:
     return GlimmerState()
 
 
+ALONE_MODE = 1
+"""The mode of the tool parser without its reasoning parser (``ToolRecord.alone_mode``)."""
+
+
+def start_in(mode: int) -> GlimmerState:
+    return GlimmerState(flags=ALONE) if mode == ALONE_MODE else GlimmerState()
+
+
 FORMAT: ToolFormat[GlimmerState] = ToolFormat("muse_glimmer", GlimmerState, start, feed, encode,
-                                              decode, feed_reasoning=feed_reasoning)
+                                              decode, feed_reasoning=feed_reasoning,
+                                              start_in=start_in)
