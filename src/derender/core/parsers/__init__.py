@@ -203,8 +203,7 @@ def pairing_error(reasoning_parser: str | None, tool_parser: str | None) -> str 
     ``served_pair``); an engine tool parser after another family's reasoning parser reads as
     ``FOREIGN``, a family tool parser in its ``alone_mode``. vLLM refuses a response-template
     parser (``hf``, ``beam``) with any other parser, and a tool parser with ``reasoning_from``
-    after a reasoning parser it does not list; derender also a ``needs_reasoning`` tool parser
-    (one without an ``alone_mode`` yet) without its family's reasoning parser."""
+    after a reasoning parser it does not list; derender refuses those and nothing else."""
     own, tool = reasoning_record(reasoning_parser), tool_record(tool_parser)
     if own is not None and tool is not None and (
             Machine.TEMPLATE in (own.machine, tool.machine) and own.family != tool.family):
@@ -212,12 +211,6 @@ def pairing_error(reasoning_parser: str | None, tool_parser: str | None) -> str 
         return (f"--reasoning-parser {reasoning_parser} and --tool-call-parser {tool_parser} "
                 "cannot be combined (a response-template parser reads reasoning and calls "
                 "at once: name it alone or as both)")
-    if tool is not None and tool.needs_reasoning and (own is None or own.family != tool.family):
-        # a family tool parser without an alone mode yet (vLLM serves it: README compatibility)
-        own_names = sorted({r.name for r in REASONING_BY_NAME.values()
-                            if r.family == tool.family})
-        return (f"tool parser {tool_parser!r} serves only with its family's reasoning parser "
-                f"({', '.join(own_names)}): its reading without it is not served yet")
     if (own is not None and tool is not None and tool.reasoning_from
             and own.name not in tool.reasoning_from):
         # vLLM's CohereCommandParser asserts its reasoning parser is Cohere's (start-up)

@@ -146,10 +146,6 @@ class ToolRecord:
     reasoning parser (alone, or after another family's), as vLLM's tool parser then reads the
     output (``muse``, ``muse_glimmer``: every channel, the reasoning dropped); 0: as with
     it."""
-    needs_reasoning: bool = False
-    """A family tool format whose machine has no ``alone_mode`` yet: served only with its
-    family's reasoning parser (``parsers.pairing_error`` says so; vLLM runs it alone too).
-    None today (``muse_glimmer`` has its ``alone_mode``)."""
     reasoning_from: tuple[str, ...] = ()
     """The only reasoning parsers vLLM accepts before this tool parser (besides none); empty:
     any. vLLM's ``CohereCommandParser`` asserts that a reasoning parser named with it is
