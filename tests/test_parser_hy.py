@@ -39,7 +39,7 @@ from derender_testing.tool_streams import (
     feed_engine,
     feed_long_stream,
     requests,
-    run_both,
+    run_text,
     spoil,
 )
 from tests.test_parser_dsml import TOOLS
@@ -218,15 +218,7 @@ def test_hy3_stream_folds_to_message(client_for: Any, reasoning_parser: str | No
         request["parallel_tool_calls"] = False
     else:
         text, written, clean = data.draw(outputs(), label="output")
-    finish = data.draw(st.sampled_from(["stop", "stop", "length"]), label="finish")
-    ids = list(tokenizer(MODEL).encode(text, add_special_tokens=False).ids)
-    eos = vocabulary(MODEL).eos_id
-    assert eos is not None
-    if finish == "stop" or not ids:
-        ids.append(eos)
-        finish = "stop"
-    prompt = tokenizer(MODEL).encode("Weather?", add_special_tokens=False).ids
-    expected = run_both(client, MODEL, ids, finish, prompt, request, data)
+    expected = run_text(client, MODEL, text, request, data)
     if clean and not thinks and "think>" not in text and tool_parser is not None:
         check_written(expected, [[n, p] for n, p in written], request)
 

@@ -29,9 +29,9 @@ from derender.core.parsers.formats import k2_horizon as k2h
 from derender.core.parsers.tools import ToolContext, ToolFormat
 from derender.core.state.codec import Reader, Writer
 from derender_testing.chat_streams import post
-from derender_testing.models import tokenizer, vocabulary
+from derender_testing.models import vocabulary
 from derender_testing.recorded import load_case, numbered
-from derender_testing.tool_streams import check_written, feed_all, requests, run_both
+from derender_testing.tool_streams import check_written, feed_all, requests, run_text
 from tests.test_parser_dsml import TOOLS
 from tests.test_parser_properties import PROPS
 
@@ -356,15 +356,7 @@ def test_k2_horizon_stream_folds_to_message(client_for: Any, data: st.DataObject
     request["chat_template_kwargs"] = kwargs
     end = k2h.EFFORTS[effort][1]
     text, written, clean = data.draw(outputs(form, end), label="output")
-    finish = data.draw(st.sampled_from(["stop", "stop", "length"]), label="finish")
-    ids = list(tokenizer(MODEL).encode(text, add_special_tokens=False).ids)
-    eos = vocabulary(MODEL).eos_id
-    assert eos is not None
-    if finish == "stop" or not ids:
-        ids.append(eos)
-        finish = "stop"
-    prompt = tokenizer(MODEL).encode("Weather?", add_special_tokens=False).ids
-    expected = run_both(client, MODEL, ids, finish, prompt, request, data)
+    expected = run_text(client, MODEL, text, request, data)
     if clean:
         check_written(expected, [[n, p] for n, p in written], request)
 

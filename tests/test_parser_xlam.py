@@ -18,8 +18,7 @@ from derender.core.parsers import registry
 from derender.core.parsers.formats import xlam
 from derender.core.parsers.tools import ToolContext
 from derender.core.state.codec import Reader, Writer
-from derender_testing.models import tokenizer, vocabulary
-from derender_testing.tool_streams import check_written, feed_all, requests, run_both
+from derender_testing.tool_streams import check_written, feed_all, requests, run_text
 from tests.test_parser_dsml import TOOLS
 from tests.test_parser_properties import PROPS
 
@@ -128,15 +127,7 @@ def test_xlam_stream_folds_to_message(client_for: Any, data: st.DataObject) -> N
     request = data.draw(requests([{"role": "user", "content": "Weather?"}], TOOLS, 3),
                         label="chat_request")
     text, written, clean = data.draw(outputs(), label="output")
-    finish = data.draw(st.sampled_from(["stop", "stop", "length"]), label="finish")
-    ids = list(tokenizer(MODEL).encode(text, add_special_tokens=False).ids)
-    eos = vocabulary(MODEL).eos_id
-    assert eos is not None
-    if finish == "stop" or not ids:
-        ids.append(eos)
-        finish = "stop"
-    prompt = tokenizer(MODEL).encode("Weather?", add_special_tokens=False).ids
-    expected = run_both(client, MODEL, ids, finish, prompt, request, data)
+    expected = run_text(client, MODEL, text, request, data)
     if clean:
         check_written(expected, [[n, a] for n, a in written], request)
 

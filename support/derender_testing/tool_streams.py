@@ -23,7 +23,7 @@ from derender.core.parsers.registry import TOOLS_BY_TAG
 from derender.core.parsers.tools import ToolCallDelta, ToolContext
 from derender.core.state.codec import Reader, Writer
 from derender_testing.chat_streams import check_equal, chunkings, fold, non_streaming, streaming
-from derender_testing.models import tokenizer
+from derender_testing.models import tokenizer, vocabulary
 
 NAMED = {"type": "function", "function": {"name": "get_weather"}}
 
@@ -75,6 +75,22 @@ def run_both(client: Any, model: str, ids: list[int], finish: str, prompt: list[
     check_equal(fold(chunks, request), expected, ids, request, finish)
     event(f"calls: {len(expected['message'].get('tool_calls') or [])}")
     return expected
+
+
+def run_text(client: Any, model: str, text: str, request: dict[str, Any],
+             data: st.DataObject) -> dict[str, Any]:
+    """``run_both`` for an output written as text: encoded with ``model``'s vocabulary, ended
+    by its eos unless the finish drawn is "length" (an empty output always ends), after the
+    prompt "Weather?"."""
+    finish = data.draw(st.sampled_from(["stop", "stop", "length"]), label="finish")
+    ids = list(tokenizer(model).encode(text, add_special_tokens=False).ids)
+    eos = vocabulary(model).eos_id
+    assert eos is not None
+    if finish == "stop" or not ids:
+        ids.append(eos)
+        finish = "stop"
+    prompt = tokenizer(model).encode("Weather?", add_special_tokens=False).ids
+    return run_both(client, model, ids, finish, prompt, request, data)
 
 
 def auto_with_tools(request: dict[str, Any]) -> bool:
