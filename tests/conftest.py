@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +31,7 @@ from derender_testing.models import (
     tokenizer,
     vocabulary,
 )
-from derender_testing.recorded import FIXTURES, load_case, pending_reason, state_token
+from derender_testing.recorded import FIXTURES, load_case, pending_reason, state_token, summaries
 
 __all__ = ["FIXTURES", "LAYER_MODELS", "ROOT", "TEST_MODELS", "load_case", "model_folder",
            "pending_reason", "reference", "require_model", "served_model", "state_token",
@@ -72,11 +73,30 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         len(FIRST)))
 
 
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """``-m serial`` (``make test``'s second phase) does not import a test module whose source
+    never names the ``serial`` marker: none of its tests could be selected, and importing
+    them all again (the recorded cases read at collection, tokenizers loaded) cost about a
+    third of a minute of CPU before the few timing tests ran. Any other run collects as
+    usual."""
+    if (config.getoption("markexpr", "") or "").strip() != "serial":
+        return None
+    if collection_path.suffix != ".py" or not collection_path.name.startswith("test_"):
+        return None
+    if re.search(r"\bserial\b", collection_path.read_text(encoding="utf-8")):
+        return None
+    return True
+
+
 def pytest_configure(config: pytest.Config) -> None:
     """The derived test models are made once, in the process that starts the test workers
-    (``make test`` runs pytest-xdist), not by every worker at once."""
+    (``make test`` runs pytest-xdist), not by every worker at once; so are the recorded
+    cases' summaries (``derender_testing.recorded.summaries``), which every worker reads while
+    collecting the tests (``test_openapi``): parsed there once, not by each worker."""
     if not hasattr(config, "workerinput"):
         prepare_all()
+        if config.pluginmanager.hasplugin("xdist") and config.getoption("dist", "no") != "no":
+            summaries()
 
 
 @functools.cache
