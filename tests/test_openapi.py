@@ -25,7 +25,13 @@ from derender.app.main import create_app
 from derender.contract import requests as protocol
 from derender.settings import Settings
 from derender_testing.models import LAYER_MODELS, ROOT
-from derender_testing.recorded import case_name, case_paths, load_case, pending_reason
+from derender_testing.recorded import (
+    case_name,
+    case_paths,
+    load_case,
+    pending_reason,
+    summaries,
+)
 from tests.test_conformance import parsers_of, replayed_call, send_call
 
 CHAT = "/v1/chat/completions/derender"
@@ -35,37 +41,27 @@ STATUSES = {"200", "400", "404", "413", "499", "500", "503"}
 ALL_CASES = case_paths()
 
 
-def _shape(value: Any) -> Any:
-    """A JSON value's structure: its keys (recursively) and leaf types, not its values."""
-    if isinstance(value, dict):
-        return tuple(sorted((key, _shape(item)) for key, item in value.items()))
-    if isinstance(value, list):
-        return ("list", frozenset(_shape(item) for item in value))
-    return type(value).__name__
-
-
 def _structures(paths: list[Path]) -> list[Path]:
     """Recorded cases that hold every answer structure the recordings hold: each answer's
-    route, method and case kind, its status and its shape (keys and leaf types, recursively),
-    taken from the first case (in corpus order) that answers with it. The document is checked
-    against each structure, not against each of the thousands of cases that repeat one
-    (``test_conformance.py`` replays them all)."""
+    route, method and case kind, its status and its shape (keys and leaf types, recursively:
+    ``answer_shape``), taken from the first case (in corpus order) that answers with it. The
+    document is checked against each structure, not against each of the thousands of cases
+    that repeat one (``test_conformance.py`` replays them all). Read from the corpus'
+    ``summaries`` (parsed once per content, not by every test worker at collection)."""
     covered: set[Any] = set()
     chosen: list[Path] = []
     for path in sorted(paths, key=case_name):
-        case = load_case(path)
-        calls = case["calls"]
-        KIND_OF[path] = (case["endpoint"], calls[0].get("method", "POST"), case["kind"])
-        answers = {(*KIND_OF[path], call.get("status"), _shape(call.get("response")))
-                   for call in calls}
+        answers = {(*KIND_OF[path], status, shape) for status, shape in SUMMARY[path].answers}
         if not answers <= covered:
             covered |= answers
             chosen.append(path)
     return chosen
 
 
-KIND_OF: dict[Path, tuple[str, str, str]] = {}
-"""Each recorded case's route, method and kind (filled by ``_structures``' one reading)."""
+SUMMARY = summaries()
+KIND_OF: dict[Path, tuple[str, str, str]] = {
+    path: (summary.endpoint, summary.method, summary.kind) for path, summary in SUMMARY.items()}
+"""Each recorded case's route, method and kind."""
 CASES = _structures(ALL_CASES)
 
 BODIES = {
@@ -261,10 +257,8 @@ def test_recorded_answers_match_the_document(path: Path, client_for: Any,
 
 
 STREAM_CASES = [p for p in CASES  # single streams answered 200 throughout (one per structure)
-                if (c := load_case(p))["kind"] == "stream" and "-error-" not in case_name(p)
-                and not c.get("state_tampered") and pending_reason(c) is None
-                and all(call.get("chain", 0) == 0 and call["status"] == 200
-                        for call in c["calls"])]
+                if SUMMARY[p].single_stream_ok and "-error-" not in case_name(p)
+                and pending_reason(SUMMARY[p]._asdict()) is None]
 
 
 @pytest.mark.parametrize("path", STREAM_CASES, ids=[case_name(p) for p in STREAM_CASES])

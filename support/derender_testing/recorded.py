@@ -5,10 +5,14 @@ JSON either way)."""
 
 from __future__ import annotations
 
+import functools
 import gzip
+import hashlib
 import json
+import os
+import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from derender_testing.models import ROOT, tokenizer
 
@@ -80,8 +84,20 @@ def case_path(name: str) -> Path:
 
 def numbered(number: int) -> Path:
     """The file of the case numbered ``number`` (written with at least three digits)."""
-    (path,) = case_paths(f"{number:03d}-*")
+    (path,) = _by_number(FIXTURES.stat().st_mtime_ns).get(f"{number:03d}", [])
     return path
+
+
+@functools.cache
+def _by_number(listed: int) -> dict[str, list[Path]]:
+    """The cases by the number their name starts with, as ``case_paths`` lists them: one
+    listing of the folder (per modification time ``listed``: a case added is seen), where a
+    glob per number read the whole folder each time (1,300 numbers looked up while the
+    conformance tests are collected: about 9 s of CPU)."""
+    index: dict[str, list[Path]] = {}
+    for path in case_paths():
+        index.setdefault(path.name.split("-", 1)[0], []).append(path)
+    return index
 
 
 def load_case(path: Path) -> dict[str, Any]:
@@ -115,3 +131,81 @@ def output_text(case: dict[str, Any], eos: int) -> str:
     """A ``recorded_chat`` case's output ids but ``eos``, decoded with the special tokens."""
     ids = [i for i in case["ids"] if i != eos]
     return str(tokenizer(case["model"]).decode(ids, skip_special_tokens=False))
+
+
+def answer_shape(value: Any) -> str:
+    """A JSON value's structure: its keys (recursively) and leaf types, not its values; as
+    canonical JSON text (an object's keys sorted, a list's item structures sorted and each
+    once), so that two values have the same structure exactly when their texts are equal."""
+    if isinstance(value, dict):
+        return "{" + ",".join(f"{json.dumps(key)}:{answer_shape(item)}"
+                              for key, item in sorted(value.items())) + "}"
+    if isinstance(value, list):
+        return "[" + ",".join(sorted({answer_shape(item) for item in value})) + "]"
+    return json.dumps(type(value).__name__)
+
+
+class CaseSummary(NamedTuple):
+    """What the tests that read every recorded case need of each (one reading of the corpus
+    per content, kept in ``SUMMARIES``): the case's name, features, route, first method and
+    kind, its answers' statuses and structures, and whether it is a single stream answered
+    200 throughout (no chain, no tampered state)."""
+
+    name: str
+    features: list[str]
+    endpoint: str
+    method: str
+    kind: str
+    answers: list[tuple[int | None, str]]
+    single_stream_ok: bool
+
+
+def _summary(case: dict[str, Any]) -> CaseSummary:
+    calls = case["calls"]
+    answers = sorted({(call.get("status"), answer_shape(call.get("response"))) for call in calls},
+                     key=lambda answer: (answer[0] or 0, answer[1]))
+    single = (case["kind"] == "stream" and not case.get("state_tampered")
+              and all(call.get("chain", 0) == 0 and call["status"] == 200 for call in calls))
+    return CaseSummary(case["name"], list(case["features"]), case["endpoint"],
+                       calls[0].get("method", "POST"), case["kind"], answers, single)
+
+
+SUMMARIES = ROOT / ".pytest_cache" / "derender" / "recorded-summaries.json"
+"""The summaries by case file and its content's digest (git-ignored; ``make clean`` removes
+it): the corpus is about 370 MB of JSON, 13 s of CPU to parse, and was parsed whole while
+collecting the tests by every test worker, then again by the tests that read every case."""
+
+
+def summaries() -> dict[Path, CaseSummary]:
+    """Every recorded case's ``CaseSummary``, in ``case_paths`` order: read from ``SUMMARIES``
+    where the file's content is the one summarised, else read from the case (and stored)."""
+    try:
+        stored: dict[str, Any] = json.loads(SUMMARIES.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        stored = {}
+    result: dict[Path, CaseSummary] = {}
+    fresh: dict[str, Any] = {}
+    for path in case_paths():
+        digest = hashlib.sha1(path.read_bytes(), usedforsecurity=False).hexdigest()
+        entry = stored.get(path.name)
+        if entry is None or entry[0] != digest:
+            entry = [digest, list(_summary(load_case(path)))]
+        name, features, endpoint, method, kind, answers, single = entry[1]
+        result[path] = CaseSummary(name, features, endpoint, method, kind,
+                                   [(status, shape) for status, shape in answers], single)
+        fresh[path.name] = entry
+    if fresh != stored:
+        _store(fresh)
+    return result
+
+
+def _store(entries: dict[str, Any]) -> None:
+    """Write ``SUMMARIES`` whole, atomically (test workers may read it meanwhile)."""
+    try:
+        SUMMARIES.parent.mkdir(parents=True, exist_ok=True)
+        fd, temporary = tempfile.mkstemp(dir=SUMMARIES.parent, suffix=".tmp")
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            json.dump(entries, out)
+        os.replace(temporary, SUMMARIES)
+    except OSError:
+        pass  # a read-only checkout: summarised again next time
