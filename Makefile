@@ -36,7 +36,7 @@ $(SERVE_READY): pyproject.toml uv.lock $(UV_READY)
 # botocore for its sigv4 extra) come locked with the dev install, so the tests run it at the
 # versions of uv.lock.
 $(READY): $(SERVE_READY) support/pyproject.toml client/pyproject.toml
-	$(SYNC) --extra server --extra dev
+	$(SYNC) --extra server --extra dev --compile-bytecode
 	$(BIN)/uv pip install -q --python $(BIN)/python --no-deps -e support -e client
 	touch $@
 
@@ -60,9 +60,12 @@ typecheck: $(READY)
 
 # The suite runs on every core (pytest-xdist; tests/conftest.py groups a module's tests on one
 # worker, the largest modules split), then the timing tests (marker `serial`: cost ratios,
-# responsiveness, load) run alone, so no other test skews what they measure.
+# responsiveness, load) run alone, so no other test skews what they measure. Bytecode is
+# compiled first (the dev install compiles its packages): where PYTHONDONTWRITEBYTECODE is set,
+# each of the suite's processes would otherwise compile everything it imports again.
 TEST_WORKERS ?= auto
 unit: $(READY) $(LLAMA_TOKENIZER) $(MINIMAX_TOKENIZER) $(GEMMA_TOKENIZER)
+	$(BIN)/python -m compileall -q src tests support client functions
 	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadgroup -m "not serial" --durations=15
 	$(BIN)/pytest -p no:xdist -m serial
 
