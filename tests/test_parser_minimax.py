@@ -593,7 +593,7 @@ def test_m3_garbage_state_is_refused() -> None:
             M3.decode(Reader(bytes(writer.out)))
     writer = Writer()
     writer.text("")
-    writer.uint(5 << 1)  # an unknown reasoning stage (past HIDDEN)
+    writer.uint((reasoning.UNMARKED + 1) << 1)  # an unknown reasoning stage (past the last)
     with pytest.raises(ValueError):
         reasoning.decode(False, Reader(bytes(writer.out)))
 

@@ -338,7 +338,7 @@ def test_garbage_states_are_refused() -> None:
     with pytest.raises(ValueError, match="malformed reasoning"):
         reasoning.decode(False, Reader(bytes([0, 0x80, 0x02])))  # no such flag (bit 8)
     with pytest.raises(ValueError, match="malformed reasoning"):
-        reasoning.decode(False, Reader(bytes([0, (reasoning.HIDDEN + 1) << 1])))  # no such stage
+        reasoning.decode(False, Reader(bytes([0, (reasoning.UNMARKED + 1) << 1])))  # no such stage
     with pytest.raises(ValueError, match="malformed MimoState"):
         MIMO.decode(Reader(bytes([99, 0, 0, 0, 0, 0, 0, 0])))
 
