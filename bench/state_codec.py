@@ -3,8 +3,9 @@ its parser holds (a call held whole, as some formats must, docs/benchmarks.md se
 
 For payloads of several sizes (random bytes: the codec neither knows nor cares what they hold),
 medians in µs of ``sign`` and ``verify`` (``derender.core.state.token``), and of the steps
-they are made of on this interpreter: base64 encode and decode of the token's bytes and
-HMAC-SHA256 over them. Interleaved, gc off. The last line is what the held call of
+they are made of: base64 encode and decode of the token's bytes (``pybase64``, as the codec
+does; ``--binascii``: CPython's own, which the codec used before) and HMAC-SHA256 over
+them. Interleaved, gc off. The last line is what the held call of
 ``bench/engine_stream.py`` (1,741 bytes at chunk 4,000) adds to every chunk: the floor.
 
     python bench/state_codec.py
@@ -21,6 +22,7 @@ import hmac
 import random
 from collections.abc import Callable
 
+import pybase64
 from _common import load_line, machine_line, median, revision, time_interleaved
 
 from derender.core.state.token import KeyRing, sign, verify
@@ -32,22 +34,28 @@ RING = KeyRing.parse("k1:" + "s" * 32)
 SECRET = RING.keys[RING.current]
 
 
-def _steps(payload: bytes) -> tuple[str, list[Callable[[], object]]]:
+def _steps(payload: bytes, stdlib: bool) -> tuple[str, list[Callable[[], object]]]:
     """The token of ``payload``, and the steps timed: sign, verify, then base64 encode, base64
     decode and HMAC of the token's bytes."""
     token = sign(RING, payload)
     assert verify(RING, token, 1 << 20) == payload
     raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
     data = base64.b64encode(raw)
+    if stdlib:
+        encode: Callable[[], object] = lambda: binascii.b2a_base64(raw, newline=False)  # noqa: E731
+        decode: Callable[[], object] = lambda: binascii.a2b_base64(data)  # noqa: E731
+    else:
+        encode = lambda: pybase64.b64encode(raw, altchars=b"-_")  # noqa: E731
+        decode = lambda: pybase64.b64decode(data, validate=True)  # noqa: E731
     return token, [lambda: sign(RING, payload), lambda: verify(RING, token, 1 << 20),
-                   lambda: binascii.b2a_base64(raw, newline=False),
-                   lambda: binascii.a2b_base64(data),
-                   lambda: hmac.digest(SECRET, raw, hashlib.sha256)]
+                   encode, decode, lambda: hmac.digest(SECRET, raw, hashlib.sha256)]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=5000)
+    parser.add_argument("--binascii", action="store_true",
+                        help="time CPython's base64 steps instead of pybase64's")
     args = parser.parse_args()
     print(f"machine: {machine_line()}; derender {revision()}; before: {load_line()}")
     print()
@@ -58,7 +66,7 @@ def main() -> None:
     rng = random.Random(21)
     for size in SIZES:
         payload = bytes(rng.getrandbits(8) for _ in range(size))
-        token, funcs = _steps(payload)
+        token, funcs = _steps(payload, args.binascii)
         medians = [median(s) / 1e3 for s in time_interleaved(funcs, args.rounds)]
         rows.append((size, len(token), medians))
         print(f"| {size} | {len(token)} | " + " | ".join(f"{m:.2f}" for m in medians) + " |")
