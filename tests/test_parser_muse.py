@@ -10,6 +10,8 @@ Muse's framing tokens, ``<|start|>``/``<|message|>`` ids unverified).
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -69,21 +71,22 @@ def spelled(text: str) -> str:
                                                       muse.EOT)})
 
 
-def read(pieces: list[str], context: ToolContext = KEEP, mode: int = 0
+def read(pieces: list[str], context: ToolContext = KEEP, mode: int = 0, machine: Any = muse
          ) -> tuple[str, str, list[tuple[str, str]]]:
     """Reasoning, content and calls of the machine fed ``pieces``, the last one final; every
     state reached encodes and decodes to itself; a call comes whole, in one delta. ``mode``:
-    ``muse.ALONE_MODE`` for the tool parser without its reasoning parser."""
-    state = muse.start_in(mode)
+    ``muse.ALONE_MODE`` for the tool parser without its reasoning parser. ``machine``: the
+    module (``muse``, or ``muse_glimmer``, which reads the same framing)."""
+    state = machine.start_in(mode)
     reasoning = content = ""
     calls: list[tuple[str, str]] = []
     for k, piece in enumerate(pieces):
-        more, out, deltas, state = muse.feed_reasoning(state, piece, k == len(pieces) - 1,
-                                                       context)
+        more, out, deltas, state = machine.feed_reasoning(state, piece, k == len(pieces) - 1,
+                                                          context)
         writer = Writer()
-        muse.encode(state, writer)
+        machine.encode(state, writer)
         reader = Reader(bytes(writer.out))
-        assert muse.decode(reader) == state and reader.pos == len(writer.out)
+        assert machine.decode(reader) == state and reader.pos == len(writer.out)
         reasoning, content = reasoning + more, content + out
         for delta in deltas:
             assert delta.index == len(calls) and delta.name is not None

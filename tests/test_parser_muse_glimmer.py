@@ -20,6 +20,7 @@ from derender.core.parsers.registry import MARKUP
 from derender.core.parsers.tools import ToolContext
 from derender.core.state.codec import Reader, Writer, utf8_size
 from derender_testing.models import vocabulary
+from tests.test_parser_muse import read as muse_read
 
 SPELL = {marker: chr(0xE000 + MARKUP.index(marker)) for marker in MARKUP}
 S, M, EOM, EOT = (SPELL[m] for m in (muse.START, muse.MESSAGE, muse.EOM, muse.EOT))
@@ -50,22 +51,8 @@ def read(pieces: list[str], context: ToolContext = KEEP, mode: int = 0
          ) -> tuple[str, str, list[tuple[str, str]]]:
     """Reasoning, content and calls of the machine fed ``pieces``, the last one final (started
     in ``mode``); every state reached encodes and decodes to itself; a call comes whole, in
-    one delta."""
-    state = muse_glimmer.start_in(mode)
-    reasoning = content = ""
-    calls: list[tuple[str, str]] = []
-    for k, piece in enumerate(pieces):
-        more, out, deltas, state = muse_glimmer.feed_reasoning(state, piece,
-                                                               k == len(pieces) - 1, context)
-        writer = Writer()
-        muse_glimmer.encode(state, writer)
-        reader = Reader(bytes(writer.out))
-        assert muse_glimmer.decode(reader) == state and reader.pos == len(writer.out)
-        reasoning, content = reasoning + more, content + out
-        for delta in deltas:
-            assert delta.index == len(calls) and delta.name is not None
-            calls.append((delta.name, delta.arguments))
-    return reasoning, content, calls
+    one delta (``test_parser_muse.read`` with this machine)."""
+    return muse_read(pieces, context, mode, muse_glimmer)
 
 
 def whole(text: str, context: ToolContext = KEEP, mode: int = 0
