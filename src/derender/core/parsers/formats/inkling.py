@@ -108,11 +108,13 @@ _NAME = re.compile(r'"name"\s*:\s*"([^"]*)"')
 _JSON_WS = " \t\r\n"
 
 
-def _object_end(raw: str, start: int) -> int | None:
-    """vLLM's ``scan_json_object_end``: the end of the object at ``raw[start]`` (``{``)."""
-    depth, in_string, escape = 0, False, False
-    for i in range(start, len(raw)):
-        ch = raw[i]
+def scan_object(text: str, start: int, depth: int, in_string: bool, escape: bool,
+                max_depth: int) -> tuple[int | None, int, bool, bool]:
+    """vLLM's ``scan_json_object_end`` from ``text[start]`` on, resumable: the scanner's depth
+    and string state in and out. The index is just past the ``}`` that brings the depth to 0,
+    or at a ``{`` that takes it past ``max_depth``; None: the text ended first."""
+    for i in range(start, len(text)):
+        ch = text[i]
         if escape:
             escape = False
         elif in_string:
@@ -124,11 +126,18 @@ def _object_end(raw: str, start: int) -> int | None:
             in_string = True
         elif ch == "{":
             depth += 1
+            if depth > max_depth:
+                return i, depth, in_string, escape
         elif ch == "}":
             depth -= 1
             if depth == 0:
-                return i + 1
-    return None
+                return i + 1, depth, in_string, escape
+    return None, depth, in_string, escape
+
+
+def _object_end(raw: str, start: int) -> int | None:
+    """vLLM's ``scan_json_object_end``: the end of the object at ``raw[start]`` (``{``)."""
+    return scan_object(raw, start, 0, False, False, len(raw))[0]
 
 
 def member_start(raw: str, key: str) -> int | None:
@@ -261,29 +270,12 @@ class InklingArgs:
 
     def _stream(self, run: _Run, text: str) -> None:
         state = run.sub - self.LONG
-        depth, in_string, escape = state >> 2, bool(state & 2), bool(state & 1)
-        for i, ch in enumerate(text):
-            if escape:
-                escape = False
-            elif in_string:
-                if ch == "\\":
-                    escape = True
-                elif ch == '"':
-                    in_string = False
-            elif ch == '"':
-                in_string = True
-            elif ch == "{":
-                depth += 1
-                if depth > MAX_DEPTH:
-                    run.emit(text[:i])
-                    run.sub = self.DONE
-                    return
-            elif ch == "}":
-                depth -= 1
-                if depth == 0:
-                    run.emit(text[:i + 1])
-                    run.sub = self.DONE
-                    return
+        end, depth, in_string, escape = scan_object(text, 0, state >> 2, bool(state & 2),
+                                                    bool(state & 1), MAX_DEPTH)
+        if end is not None:  # the object closed, or nested past MAX_DEPTH: the rest is dropped
+            run.emit(text[:end])
+            run.sub = self.DONE
+            return
         run.emit(text)
         run.sub = self.LONG + (depth << 2 | in_string << 1 | escape)
 
