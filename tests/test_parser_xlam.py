@@ -104,7 +104,9 @@ def outputs(draw: st.DrawFn) -> tuple[str, list[tuple[str, dict[str, Any]]], boo
     if place == "bare":
         text, clean = before + listed + after, not before.strip() and not after.strip()
     elif place == "think":
-        text, clean = before + "</think>" + listed + after, True
+        # after </think> the rest, stripped, must be JSON as a whole (10254), or hold a
+        # pattern that is (10256): a list followed by text is no call
+        text, clean = before + "</think>" + listed + after, not after.strip()
     else:
         block = {"fence": "```json\n" + listed + "\n```", "plain": "```\n" + listed + "```",
                  "marker": "[TOOL_CALLS]" + listed + "\n",
