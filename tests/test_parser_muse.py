@@ -166,6 +166,17 @@ def test_calls_not_read_leave_the_framed_messages() -> None:  # 7466, 7472, 7510
     assert whole(SELF + msg("user", "Sunny.", EOT), NOKEEP) == (THOUGHT, "Sunny.", [])
 
 
+def test_calls_not_read_a_long_call_message_is_framed_whatever_the_cuts() -> None:
+    """As 7466 (the call message as written), with a body past ``MAX_RAW``: the framed text
+    held before the ATEM markup is measured up to the markup, not to a chunk's end (a random
+    draw found the whole output dropping what its split stream gave)."""
+    text = SINGLE + WIDE * 300
+    assert utf8_size(text) > muse.MAX_RAW
+    assert whole(text, NOKEEP) == ("", text, [])
+    for cut in range(len(text) + 1):
+        assert read([text[:cut], text[cut:]], NOKEEP) == ("", text, []), cut
+
+
 def test_body_before_the_first_call_message_stays_its_body() -> None:
     """README compatibility (7512): vLLM's message frames the commentary message too; its
     stream, and ours, cannot: the body went out before the call message came."""
@@ -323,7 +334,22 @@ def test_alone_the_output_is_held_for_max_whole_bytes() -> None:
     assert utf8_size(SELF + longer) > muse.MAX_WHOLE
     _, content, calls = read([SELF, longer, SINGLE], mode=ALONE)
     assert content == SELF + longer + SINGLE and calls == [("get_weather", PARIS)]
-    assert _largest_state([SELF, longer, "x" * 3000], mode=ALONE) < muse.MAX_WHOLE + 64
+    assert _largest_state([SELF, longer, "x" * 3000], mode=ALONE) < 2 * muse.MAX_WHOLE + 64
+
+
+def test_alone_the_bound_is_a_place_in_the_output_not_a_chunk() -> None:
+    """Whether a call parsed within ``MAX_WHOLE`` is decided at that byte of the output, so
+    every cut reads alike (a random draw found a cut that gave the output as written while
+    the whole output read its call: the bound was measured only at a chunk's end)."""
+    within = WIDE * 260 + SINGLE  # lead text past MAX_LEAD, the call within MAX_WHOLE
+    past = WIDE * 520 + SINGLE  # the call's message ends past MAX_WHOLE
+    assert utf8_size(within) <= muse.MAX_WHOLE < utf8_size(WIDE * 520)
+    for text in (within, past):
+        answer = whole(text, mode=ALONE)
+        assert answer[2] == [("get_weather", PARIS)]
+        for cut in range(len(text) + 1):
+            assert read([text[:cut], text[cut:]], mode=ALONE) == answer, cut
+    assert whole(past, mode=ALONE)[1] == past  # no call within the bound: as written
 
 
 def test_alone_states_are_refused_where_they_cannot_be() -> None:

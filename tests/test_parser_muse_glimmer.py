@@ -147,6 +147,20 @@ def test_the_tool_parser_alone_past_max_held() -> None:
         "", ANSWER, [("get_weather", PARIS)])
 
 
+def test_alone_the_bound_is_a_place_in_the_output_not_a_chunk() -> None:
+    """Whether a call was read within ``MAX_HELD`` is decided at that byte of the output, not
+    at the end of the chunk that crosses it, so every cut reads alike (a chunk that carried
+    the bound and a later call read as a call within it)."""
+    long = WIDE * (muse_glimmer.MAX_HELD // 4)
+    late = SELF + long + EOM + CALL + EOM + f"{S}assistant to=user{M}{ANSWER}{EOT}"
+    early = SELF + EOM + CALL + EOM + f"{S}assistant to=user{M}" + long + EOT
+    assert whole(late, KEEP, ALONE) == ("", late, [("get_weather", PARIS)])
+    assert whole(early, KEEP, ALONE) == ("", long, [("get_weather", PARIS)])
+    for text in (late, early):
+        for cut in range(len(text) + 1):
+            assert read([text[:cut], text[cut:]], KEEP, ALONE) == whole(text, KEEP, ALONE), cut
+
+
 # --------------------------------------------------------------------------- any split
 
 WIDE = "\U0001F600"

@@ -46,7 +46,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import IntEnum, IntFlag
 from typing import Any
 
@@ -72,9 +72,10 @@ parameters complete within them, and the rest of the invoke is skipped."""
 MAX_SPACE = 256
 """Bytes of whitespace held at the start of content (dropped when calls are returned)."""
 MAX_WHOLE = 2048
-"""The tool parser without its reasoning parser (``ALONE``): bytes of the output (and of the
-content bodies read from it) held until a call parses, for the whole output as content when
-none does; past them the output so far is content and the rest follows as written."""
+"""The tool parser without its reasoning parser (``ALONE``): bytes of the output held (and
+beside them the content bodies read from them, no longer) until a call parses, for the whole
+output as content when none does; with no call within them the output so far is content and
+the rest follows as written."""
 _ATEM_TAIL = len(FUNCTION_CALLS) - 1
 
 _NAME_RE = re.compile(r'<atem:invoke\b[^>]*?\bname="([^"]+)"')
@@ -410,8 +411,24 @@ class _Run:
             self.framed(text)
             self.bare(text)
         elif self.kind == Kind.TOOL:
+            cut = self._atem_end(text)
+            if 0 < cut < len(text):  # (the held text's bound is measured up to the markup)
+                self.framed(text[:cut])
+                self.tool(text[:cut])
+                text = text[cut:]
             self.framed(text)
             self.tool(text)
+
+    def _atem_end(self, text: str) -> int:
+        """Where in a tool body's ``text`` its first ATEM markup ends (-1: not in it): the
+        framed text held before it is measured against ``MAX_RAW`` up to there, whatever the
+        chunk around it."""
+        if self.flags & Flag.MSG_ATEM:
+            return -1
+        seen = self.tail + text
+        ends = [at + len(mark) for mark in (FUNCTION_CALLS, INVOKE)
+                if (at := seen.find(mark)) >= 0]
+        return min(ends) - len(self.tail) if ends else -1
 
     # content
 
@@ -560,9 +577,30 @@ def _alone(state: MuseState, text: str, final: bool, context: ToolContext
     read as with both parsers, the reasoning dropped; with a call, the content is the
     ``user``/``commentary`` bodies; without one, or with the calls not read (``tool_choice``
     "none", no ``tools``), the text as it was handed over (vLLM's legacy path returns its
-    input): held until a call parses, for ``MAX_WHOLE`` bytes."""
+    input): held until a call parses, for the output's first ``MAX_WHOLE`` bytes.
+
+    The bound is a place in the output, not a chunk: a chunk that crosses it is read in two,
+    its part within the bound first, so that whether a call parsed within the bound does not
+    depend on how the output was cut."""
     if not context.keep:
         return "", text, [], state
+    if not state.flags & (Flag.CALLED | Flag.WHOLE_GIVEN):
+        room = MAX_WHOLE - utf8_size(state.whole)
+        if utf8_size(text) > room:
+            head = utf8_prefix(text, room)
+            _, content, calls, state = _held(state, head, False, context)
+            if not state.flags & Flag.CALLED:  # no call within the bound
+                content = state.whole
+                state = replace(state, flags=state.flags | Flag.WHOLE_GIVEN, whole="",
+                                bodies="")
+            _, rest, more, state = _held(state, text[len(head):], final, context)
+            return "", content + rest, calls + more, state
+    return _held(state, text, final, context)
+
+
+def _held(state: MuseState, text: str, final: bool, context: ToolContext
+          ) -> tuple[str, str, list[ToolCallDelta], MuseState]:
+    """``_alone`` for text that does not cross ``MAX_WHOLE``."""
     run = _Run(state, context)
     pend = run.read(state.pend + text, final, _marks(context))
     if final:
@@ -579,11 +617,7 @@ def _alone(state: MuseState, text: str, final: bool, context: ToolContext
     elif final:
         content = state.whole + text
     else:
-        whole, bodies = state.whole + text, state.bodies + content
-        content = ""
-        if utf8_size(whole) + utf8_size(bodies) > MAX_WHOLE:
-            content, whole, bodies = whole, "", ""
-            run.flags |= Flag.WHOLE_GIVEN
+        whole, bodies, content = state.whole + text, state.bodies + content, ""
     return "", content, calls, run.state(pend, whole, bodies)
 
 

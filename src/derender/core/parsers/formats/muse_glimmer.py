@@ -27,7 +27,7 @@ alike: the same output gives the same answer whatever its chunks.
 Without the ``muse_glimmer`` reasoning parser (alone, or after another family's: ``ALONE``,
 ``start_in(ALONE_MODE)``) vLLM's tool parser reads the whole text it is handed
 (``message_alone``): no reasoning; with a call the recipient-less and ``user`` bodies, without
-one the text as written. Held the same way; past ``MAX_HELD``, with a call read by then the
+one the text as written. Held the same way; past ``MAX_HELD``, with a call read within it the
 calls and those bodies as they come, without one the text as written (``AS_WRITTEN``), later
 calls still given (README compatibility).
 """
@@ -41,7 +41,7 @@ from typing import Any
 
 from derender.core.parsers.formats import muse
 from derender.core.parsers.tools import ToolCallDelta, ToolContext, ToolFormat, ToolState
-from derender.core.state.codec import Reader, Writer, utf8_size
+from derender.core.state.codec import Reader, Writer, utf8_prefix, utf8_size
 
 START, MESSAGE, EOM, EOT = muse.START, muse.MESSAGE, muse.EOM, muse.EOT
 FUNCTION_CALLS, INVOKE, INVOKE_END = muse.FUNCTION_CALLS, muse.INVOKE, muse.INVOKE_END
@@ -351,11 +351,16 @@ def _alone(state: GlimmerState, text: str, final: bool, context: ToolContext
     """The tool parser without its reasoning parser: the output held (as written) for
     ``MAX_HELD`` bytes and ``message_alone`` given at its end; meanwhile read left to right
     (the content bodies and complete invokes kept). Past ``MAX_HELD`` (README compatibility):
-    with a call read by then, the calls and the content bodies as they come; without one,
-    the output as written, the calls read after it still given. With the calls not read
-    (``tool_choice`` "none", no ``tools``) the text is content as handed over."""
+    with a call read within it, the calls and the content bodies as they come; without one,
+    the output as written, the calls read after it still given. The bound is a byte of the
+    output: a chunk that crosses it is read in two, so the cuts do not move it. With the
+    calls not read (``tool_choice`` "none", no ``tools``) the text is content as handed over."""
     if not context.keep:
         return "", text, [], state
+    if not state.streaming:  # the bound is a place in the output: a chunk that crosses it
+        head = utf8_prefix(text, MAX_HELD - utf8_size(state.whole))  # is read in two
+        if head and len(head) < len(text):
+            state, text = _alone(state, head, False, context)[3], text[len(head):]
     whole = "" if state.streaming else state.whole + text
     held = not state.streaming and utf8_size(whole) <= MAX_HELD
     run = _Stream(muse.MuseState(state.phase, state.kind, state.flags & ~_MODE, state.calls,
@@ -379,11 +384,11 @@ def _alone(state: GlimmerState, text: str, final: bool, context: ToolContext
         return "", "", [], replace(after, given=given)
     deltas = run.deltas
     if not state.streaming:  # the output passed MAX_HELD: what was kept is given
-        parsed = [parse_invoke(invoke, context.tools) for invoke in state.given[2:]]
+        parsed = [call for call in (parse_invoke(invoke, context.tools)
+                                    for invoke in state.given[2:]) if call is not None]
         deltas = [ToolCallDelta(i, *call) for i, call in enumerate(
-            [call for call in parsed if call is not None]
-            + [(d.name or "", d.arguments) for d in deltas])]
-        if deltas:
+            parsed + [(d.name or "", d.arguments) for d in deltas])]
+        if parsed:  # a call within the bound (its text, not this chunk's, decides)
             content = state.given[1] + content
         else:
             content, mode = whole, mode | AS_WRITTEN  # (as handed over)
