@@ -582,9 +582,7 @@ def feed(config: EngineConfig, state: S, text: str, final: bool, context: ToolCo
                     now = config.cut_marker(now, run.has(THINKING))
             run.text(now)
             break
-        elif phase == HEADER and not run.has(OVERFLOW):
-            run.acc += buffer[pos:found[0]]  # a header whose end is here: held whole
-        else:
+        else:  # (a header whose end is here is bounded too: the bound is a place in it)
             run.text(buffer[pos:found[0]])
         assert found is not None
         at, terminal = found

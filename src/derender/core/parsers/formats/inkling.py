@@ -226,9 +226,11 @@ MAX_DEPTH = 255
 
 class InklingArgs:
     """A call block's JSON: held until the block ends (at most ``MAX_VALUE`` characters), then
-    read as vLLM's message reads it. Longer: the call is opened where the held text has its
-    name and its ``args`` object begun, the object streamed as written up to its end (``LONG``,
-    the scanner's depth and string state in ``sub``; not re-typed), else it is no call."""
+    read as vLLM's message reads it. Longer: the call is opened where its first
+    ``MAX_VALUE + 1`` characters have its name and its ``args`` object begun, the object
+    streamed as written up to its end (``LONG``, the scanner's depth and string state in
+    ``sub``; not re-typed), else it is no call. The bound is a place in the JSON: a chunk
+    that crosses it is read in two, so a whole output reads as any split of it."""
 
     RAW, DONE, DROPPED, LONG = 0, 1, 2, 3
     subs = LONG + 4 * (MAX_DEPTH + 1)
@@ -243,11 +245,13 @@ class InklingArgs:
 
     def read(self, run: _Run, region: str, ended: bool) -> int:
         if run.sub == self.RAW:
-            run.acc += region
+            room = MAX_VALUE + 1 - len(run.acc)  # (decided on the first MAX_VALUE + 1
+            run.acc += region[:room]  # characters, whatever the chunks)
             if len(run.acc) <= MAX_VALUE:
                 return 0
             self._open_long(run)
-        elif run.sub >= self.LONG:
+            region = region[room:]
+        if run.sub >= self.LONG:
             self._stream(run, region)
         return 0
 
