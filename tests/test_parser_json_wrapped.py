@@ -506,6 +506,18 @@ def test_gigachat3_whitespace_before_the_separator_goes_with_the_call() -> None:
     assert {repr(r) for r in every_split(GFMT, spoken, GAUTO)} == {repr((spoken, []))}
 
 
+def test_gigachat3_a_separator_written_as_text_is_held_across_chunks() -> None:
+    """Without the markers as tokens (``AUTO``: written as text) a chunk may end inside
+    ``<|message_sep|>``: its start is held, so every cut reads as the whole (a cut in it once
+    sent the separator out as content)."""
+    text = "Sure.<|message_sep|>\n\nfunction call<|role_sep|>\n" + CALL
+    assert gread(text, AUTO) == ("Sure.", [["get_weather", PARIS]])
+    for size in range(len(text) + 1):
+        pieces = [text[:size], text[size:], ""]
+        assert feed_all(GFMT, pieces, AUTO, names_first=True) == (
+            "Sure.", [["get_weather", PARIS]]), size
+
+
 @pytest.fixture(scope="module")
 def gigachat3(client_for: Any) -> Any:
     return client_for(GIGA, None, "gigachat3")
@@ -537,6 +549,7 @@ def test_any_split_of_a_gigachat3_output_folds_to_the_message(gigachat3: Any,
     run_both(gigachat3, GIGA, [*ids, GEOS], "stop", [1], request, data)
 
 
+AS_TEXT = {ord(spelled): marker for marker, spelled in GSPELL.items()}
 GPIECES = [*PIECES[:4], SEP, FCALL, FUNC, "function ca", "\n\n", CALL, "{", "}", '"',
            '{"name": "g', '", "arguments": ', '"x"', "𝄞", "Hi"]
 
@@ -551,6 +564,10 @@ def test_any_split_of_a_gigachat3_text_reads_as_the_whole(text: str, context: To
     pieces = [text[bounds[i]:bounds[i + 1]] for i in range(len(bounds) - 1)]
     assert gread(text, context) == feed_all(GFMT, [*pieces, ""], context, names_first=True)
     check_round_trips(GFMT, pieces, context)
+    if context is GAUTO:  # the markers written as text
+        plain = [piece.translate(AS_TEXT) for piece in pieces]
+        assert gread("".join(plain), AUTO) == feed_all(GFMT, [*plain, ""], AUTO,
+                                                       names_first=True)
 
 
 def test_gigachat3_registered_as_vllm_names_it() -> None:

@@ -270,7 +270,9 @@ def feed(wrapper: Wrapper, state: W, text: str, final: bool, context: ToolContex
                     spoke = spoke or bool(buffer[:at].strip())
                     held = buffer[at:]
                     break
-                out, held, spoke = leading_text(buffer, openers, final, spoke, False)
+                # (a separator written as text may be cut by a chunk: its start is held too)
+                out, held, spoke = leading_text(buffer, (*openers, sep) if sep else openers,
+                                                final, spoke, False)
                 if quiet and calls:
                     out = ""  # after the calls: dropped
                 elif quiet and not final and spoke:  # its whitespace may end it before a call
