@@ -207,6 +207,20 @@ def test_any_split_reads_as_the_whole(pieces: list[str], data: st.DataObject) ->
     assert _reasoning_all(_cut(text, data)) == _reasoning_all([text])
 
 
+def test_an_unreadable_first_call_is_kept_as_written_whatever_the_cuts() -> None:
+    """Docstring rule: the block's text is kept for ``MAX_RAW`` characters until a call is
+    read, so a first call that cannot be read (a name vLLM's pattern refuses) within them
+    makes the output content as written (as vLLM's message). The bound is a place in the
+    block: a whole output longer than it once read past it at once and gave the joined
+    form, while its streams gave the output as written."""
+    value = "🌦" * 485
+    text = f'<function_calls>\n🌦(a="{value}", n=)\n  🌦(a="{value}")\n</function_calls'
+    assert len(text) > olmo3.MAX_RAW
+    assert _tool_all([text]) == (text, [])
+    for cut in range(len(text) + 1):
+        assert _tool_all([text[:cut], text[cut:]]) == (text, []), cut
+
+
 @st.composite
 def outputs(draw: st.DrawFn) -> str:
     calls_text = draw(st.lists(st.sampled_from(

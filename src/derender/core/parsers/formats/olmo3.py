@@ -20,10 +20,11 @@ This module is a filter in front of the ``pythonic`` machine (no grammar of its 
 - the lines are joined as vLLM joins them, on the fly: whitespace at a line's start is
   skipped, whitespace inside a line held until the line goes on (at most ``MAX_SPACE``
   characters, past that it is passed on), each line after the first led by ``", "``;
-- the original text of the block is kept (at most ``MAX_RAW`` characters) until a call is
-  read, so that a first call that cannot be read makes the output content as written; past
-  that bound, or for a later call, the content is what the ``pythonic`` machine returns (from
-  the unreadable call on, joined as above: README compatibility);
+- the original text of the block is kept (its first ``MAX_RAW`` characters, whatever the
+  chunks: a chunk that crosses the bound is read in two) until a call is read, so that a
+  first call that cannot be read makes the output content as written; past that bound, or
+  for a later call, the content is what the ``pythonic`` machine returns (from the
+  unreadable call on, joined as above: README compatibility);
 - ``</function_calls>`` closes the list (text after it is dropped when calls were read); a
   block never closed is cut off there: its last call is content (vLLM: the whole output is
   content; calls already returned stay, README).
@@ -91,7 +92,19 @@ def feed(state: Olmo3State, text: str, final: bool, context: ToolContext
     if s.phase == SEARCH:
         buffer = s.search(buffer, final)
     if s.phase in (BLOCK, LINES):
-        buffer = s.block(buffer, final)
+        room = MAX_RAW - len(s.raw)  # (the block's text so far is raw, then the buffer)
+        if s.kept and s.inner.calls == 0 and 0 <= room < len(buffer):
+            # MAX_RAW is a place in the block: the text within it is read first, so whether
+            # an unreadable first call was kept as written does not depend on the chunks
+            buffer, after = buffer[:room], buffer[room:]
+            buffer = s.block(buffer, False)
+            if s.phase in (BLOCK, LINES):
+                buffer, s.held = s.held + after, ""
+                buffer = s.block(buffer, final)
+            elif s.phase == PASS:
+                buffer += after
+        else:
+            buffer = s.block(buffer, final)
     if s.phase == PASS:
         out, more, s.inner = pythonic.feed(s.inner, buffer, final, context)
         s.content.append(out)
