@@ -213,6 +213,37 @@ def test_trailing_reasoning_whitespace() -> None:
     assert think("seed_oss", seed) == ("\nR.\n\n  \n", "\nIt is sunny.")
 
 
+def _cuts(name: str, text: str) -> set[tuple[str, str]]:
+    """The answers of ``text`` read whole and cut once anywhere (markers as text)."""
+    fmt = reasoning.FORMATS[name]
+    answers = set()
+    for cut in range(len(text) + 1):
+        state = reasoning.start(fmt, vocabulary(QWEN), PROMPTS["open"][0], True, False)
+        assert state is not None
+        thought = content = ""
+        for k, piece in enumerate([text[:cut], text[cut:]]):
+            delta, state = reasoning.feed(fmt, state, piece, k == 1, {})
+            thought, content = thought + delta.reasoning, content + delta.content
+        answers.add((thought, content))
+    return answers
+
+
+@pytest.mark.parametrize("name", ["step3p5", "kimi_k2", "granite_thinking_parser"])
+def test_a_long_run_of_trailing_whitespace_is_kept_whatever_the_cuts(name: str) -> None:
+    """README compatibility: whitespace ending the reasoning is dropped (as vLLM strips it)
+    while it is held, up to ``MAX_HELD_SPACE`` characters; a longer run is kept whole, streamed
+    or not. The bound is a run's length, not a chunk's: a stream once kept the run where the
+    whole output dropped it."""
+    fmt = reasoning.FORMATS[name]
+    start = "" if fmt.always_open or name == "granite_thinking_parser" else "<think>"
+    for size, kept in ((MAX_HELD_SPACE, False), (MAX_HELD_SPACE + 1, True)):
+        run = "\u3000" * size
+        ended = f"{start}R.{run}{fmt.end}A."
+        cut_off = f"{start}R.{run}"
+        assert _cuts(name, ended) == {(("R." + run) if kept else "R.", "A.")}, size
+        assert _cuts(name, cut_off) == {(("R." + run) if kept else "R.", "")}, size
+
+
 def test_thinking_off() -> None:
     """Content from the start; <think> stays text, </think> is dropped [911, 967, 1025, 1045];
     step3p5 ignores the switch, but the Qwen3 template's closed prompt starts it in content

@@ -68,10 +68,10 @@ def matches(old: Any, new: Any) -> bool:
             new = {k: v for k, v in new.items() if k not in ("front", "front_tag")}
         if new.get("type") == "ReasoningState":
             # fields added since (issue 19: ernie45's answer and mark, granite_thinking_parser's
-            # spoke, minicpmv's escapes; branch k2h: k2_horizon's mode): absent from earlier
-            # states, read back at their defaults
+            # spoke, minicpmv's escapes; branch k2h: k2_horizon's mode; the reasoning's spilled
+            # trailing whitespace): absent from earlier states, read back at their defaults
             added = {"answer": 0, "mark": 0, "spoke": False, "escapes": ["", "", "", ""],
-                     "mode": 0}
+                     "mode": 0, "spill": False}
             for key, default in added.items():
                 if key not in old:
                     if new.get(key) != default:

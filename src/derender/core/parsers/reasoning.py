@@ -314,6 +314,10 @@ class ReasoningState:
     (``escapes.recover``)."""
     mode: int = 0
     """``modes`` formats: the request's mode (an index of ``ReasoningFormat.modes``)."""
+    spill: bool = False
+    """``strips_trailing_space`` formats: the whitespace ending the reasoning passed
+    ``MAX_HELD_SPACE`` and went out; the run goes on as written (a run that long is kept whole,
+    streamed or not, so the bound does not depend on the chunks)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -491,7 +495,8 @@ def _feed(fmt: ReasoningFormat, state: ReasoningState, text: str, final: bool,
     if final:  # vLLM's extract_reasoning: blank content, so reasoning becomes the content
         return ReasoningDelta(space, kept), after
     return ReasoningDelta("", ""), ReasoningState(after.reasoning, after.held, True, kept, space,
-                                                  after.stage, escapes=after.escapes)
+                                                  after.stage, escapes=after.escapes,
+                                                  spill=after.spill)
 
 
 PRE, IN, POST, PLAIN, OPEN = range(5)
@@ -630,6 +635,8 @@ def _split(fmt: ReasoningFormat, state: ReasoningState, text: str, final: bool,
     buffer = state.held + text
     in_reasoning = state.reasoning
     stage = state.stage
+    spill = state.spill and in_reasoning  # (the run it speaks of goes on here)
+    block = 0  # where the open block's pieces of ``reasoning`` begin
     reasoning: list[str] = []
     content: list[str] = []
     pos = 0
@@ -662,6 +669,7 @@ def _split(fmt: ReasoningFormat, state: ReasoningState, text: str, final: bool,
             break
         at, marker = found
         (reasoning if in_reasoning else content).append(buffer[pos:at])
+        spill = spill and in_reasoning and not buffer[pos:at].strip()
         pos, was = at + len(marker), in_reasoning
         if in_reasoning and marker == end_think:
             in_reasoning, stage = False, (HIDDEN if stage == HIDDEN else AFTER)
@@ -675,7 +683,11 @@ def _split(fmt: ReasoningFormat, state: ReasoningState, text: str, final: bool,
               and marker == start_think):
             in_reasoning = True
         if was and not in_reasoning and fmt.strips_trailing_space:
-            _strip_end(reasoning)  # (once per block: the pieces before are stripped)
+            if not spill and _run_end(reasoning, block) <= MAX_HELD_SPACE:
+                _strip_end(reasoning, block)
+            spill = False
+        if in_reasoning and not was:
+            block = len(reasoning)
         if fmt.prefix and in_reasoning and marker == start_think:
             ends = [end_think, *implicit]
             window = buffer[pos:pos + len(fmt.prefix) + max(map(len, ends)) + 1]  # not the rest
@@ -689,29 +701,43 @@ def _split(fmt: ReasoningFormat, state: ReasoningState, text: str, final: bool,
     tail = "" if stage == DROPPED else buffer[pos:len(buffer) - hold]
     if in_reasoning and fmt.strips_trailing_space:
         kept = tail.rstrip()
-        if final:
+        spill = spill and not kept
+        if spill or len(tail) - len(kept) > MAX_HELD_SPACE:  # a run that long goes out whole
+            spill = True
+        elif final:
             tail = kept
-        elif len(tail) - len(kept) + hold <= MAX_HELD_SPACE:
+        else:
             hold, tail = len(buffer) - pos - len(kept), kept
     (reasoning if in_reasoning else content).append(tail)
     thought = "" if stage == HIDDEN else "".join(reasoning)  # thinking off: blocks dropped
     return (ReasoningDelta(thought, "".join(content)),
             ReasoningState(in_reasoning, buffer[len(buffer) - hold:], stage=stage,
-                           escapes=state.escapes))
+                           escapes=state.escapes, spill=spill and in_reasoning))
 
 
-def _strip_end(pieces: list[str]) -> None:
-    """Drop the whitespace ending the text of ``pieces`` (a reasoning block's end)."""
-    for i in range(len(pieces) - 1, -1, -1):
+def _strip_end(pieces: list[str], start: int = 0) -> None:
+    """Drop the whitespace ending the text of ``pieces[start:]`` (a reasoning block's end)."""
+    for i in range(len(pieces) - 1, start - 1, -1):
         pieces[i] = pieces[i].rstrip()
         if pieces[i]:
             return
 
 
-_ANSWERING, _SPOKE, _ESCAPES, _MODE = 1 << 4, 1 << 5, 1 << 6, 1 << 7
+def _run_end(pieces: list[str], start: int) -> int:
+    """The length of the whitespace ending the text of ``pieces[start:]``."""
+    size = 0
+    for piece in reversed(pieces[start:]):
+        body = piece.rstrip()
+        size += len(piece) - len(body)
+        if body:
+            break
+    return size
+
+
+_ANSWERING, _SPOKE, _ESCAPES, _MODE, _SPILL = 1 << 4, 1 << 5, 1 << 6, 1 << 7, 1 << 8
 """Above the swap bit and the three stage bits (states issued before these had stages 0-2 and
 none of them): a ``response`` format's answer follows; ``spoke``; the state holds
-``escapes``; a ``modes`` format's mode other than 0 follows."""
+``escapes``; a ``modes`` format's mode other than 0 follows; ``spill``."""
 MAX_MODE = 7
 """The largest mode a state may hold (a format's modes are fewer)."""
 NO_ESCAPES = ("", "", "", "")
@@ -724,7 +750,7 @@ def encode(state: ReasoningState, w: Writer) -> None:
     escapes = state.escapes != NO_ESCAPES
     w.uint(int(state.swap) | state.stage << 1 | (_ANSWERING if answering else 0)
            | (_SPOKE if state.spoke else 0) | (_ESCAPES if escapes else 0)
-           | (_MODE if state.mode else 0))
+           | (_MODE if state.mode else 0) | (_SPILL if state.spill else 0))
     if state.swap:
         w.text(state.kept)
         w.text(state.space)
@@ -743,7 +769,7 @@ def decode(reasoning: bool, r: Reader) -> ReasoningState:
     held, bits = r.text(), r.uint()
     swap, stage = bits & 1, bits >> 1 & 7
     answering, spoke = bool(bits & _ANSWERING), bool(bits & _SPOKE)
-    if bits >> 8 or stage > UNMARKED or (swap and (answering or stage == HIDDEN)):
+    if bits >> 9 or stage > UNMARKED or (swap and (answering or stage == HIDDEN)):
         raise ValueError("malformed reasoning state")  # (no format both swaps and hides)
     kept, space, answer, mark = "", "", 0, 0
     if swap:
@@ -763,5 +789,8 @@ def decode(reasoning: bool, r: Reader) -> ReasoningState:
         mode = r.uint()
         if not 0 < mode <= MAX_MODE:
             raise ValueError("malformed reasoning state")
+    spill = bool(bits & _SPILL)
+    if spill and not reasoning:
+        raise ValueError("malformed reasoning state")  # (a run of the reasoning's own)
     return ReasoningState(reasoning, held, bool(swap), kept, space, stage, answer=answer,
-                          mark=mark, spoke=spoke, escapes=escapes, mode=mode)
+                          mark=mark, spoke=spoke, escapes=escapes, mode=mode, spill=spill)
