@@ -95,6 +95,10 @@ def test_longer_whitespace_alone_is_content() -> None:
     """README: whitespace alone is held up to MAX_SPACE characters; more is content."""
     space = " " * (qwen3_coder.MAX_SPACE + 1)
     assert feed_all(STEP5, split(space + WEATHER, 16), AUTO) == (space, [PARIS])
+    longer = space + " \n"  # a run past the bound is content whole, wherever a chunk ends in it
+    for cut in range(len(longer) + 1):
+        assert feed_all(STEP5, [longer[:cut], longer[cut:] + WEATHER, ""], AUTO) == (
+            longer, [PARIS]), cut
     held = " " * qwen3_coder.MAX_SPACE
     assert feed_all(STEP5, split(held + WEATHER, 16), AUTO) == ("", [PARIS])
 

@@ -230,7 +230,7 @@ class _Run(Run):
             if lead.strip() or len(lead) > MAX_SPACE:  # (longer: content, README)
                 self.content.append(lead)
                 self.space = ""
-                self.set(SPOKE, bool(lead.strip()))
+                self.set(SPOKE)  # (a long run too: the rest of it is content, whatever the cuts)
             else:
                 self.space = lead
             return
