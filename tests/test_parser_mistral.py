@@ -80,7 +80,14 @@ def test_holdbacks_are_bounded() -> None:
     assert state.held == ""  # more whitespace than MAX_LEADING_SPACE is content
     _, deltas, state = mistral.FORMAT.feed(mistral.FORMAT.start(),
                                            "[TOOL_CALLS]" + "n" * 600, False, CONTEXT)
-    assert deltas and deltas[0].name == "n" * 600 and state.held == ""
+    # README: of a name longer than MAX_NAME, the first MAX_NAME + 1 characters are the name
+    name = "n" * (mistral.MAX_NAME + 1)
+    assert deltas and deltas[0].name == name and state.held == ""
+    text = "[TOOL_CALLS]" + "n" * 600 + '[ARGS]{"a": 1}'
+    whole = feed_all(mistral.FORMAT, [text, ""], CONTEXT)
+    assert whole[1][0][0] == name
+    for cut in range(len(text) + 1):
+        assert feed_all(mistral.FORMAT, [text[:cut], text[cut:], ""], CONTEXT) == whole, cut
     _, _, state = mistral.FORMAT.feed(state, "x" + " " * 300, False, CONTEXT)
     assert len(state.held) <= mistral.MAX_TRAILING_SPACE
 

@@ -14,7 +14,8 @@ output:
 - before the first call, text is content; whitespace alone before a call is dropped (held
   up to ``MAX_LEADING_SPACE`` characters);
 - the name is held until ``[ARGS]``, ``{`` or the next ``[TOOL_CALLS]`` (at most ``MAX_NAME``
-  characters), then sent stripped; a call without a name is one (named ``""``) only once it
+  characters; of a longer one the first ``MAX_NAME + 1`` are the name, the rest arguments,
+  streamed or not), then sent stripped; a call without a name is one (named ``""``) only once it
   has arguments;
 - arguments starting with ``{`` or ``[`` stream as written up to the end of that JSON value
   (``json_value.scan``), and what follows up to the next ``[TOOL_CALLS]`` is dropped; other
@@ -279,14 +280,17 @@ def feed(state: MistralState, text: str, final: bool, context: ToolContext
             break
         elif mode == NAME:
             found = finder.earliest((tc, args, "{"), pos)
-            if found is None:
-                if not final and size - pos <= MAX_NAME:
+            if found is None or found[0] - pos > MAX_NAME:
+                if found is None and not final and size - pos <= MAX_NAME:
                     held = buffer[pos:]
                     break
-                start_call(buffer[pos:].strip(), "{}" if final else "")
-                if final:
+                if found is None and size - pos <= MAX_NAME:  # (final) the output ends in it
+                    start_call(buffer[pos:].strip(), "{}")
                     break
-                mode, pos = ARGS_START, size
+                # longer than MAX_NAME: its first MAX_NAME + 1 characters are the name (a
+                # place in the output, whatever the chunks), the rest is read as arguments
+                start_call(buffer[pos:pos + MAX_NAME + 1].strip(), "")
+                mode, pos = ARGS_START, pos + MAX_NAME + 1
                 continue
             at, marker = found
             start_call(buffer[pos:at].strip(), "{}" if marker == tc else "")
