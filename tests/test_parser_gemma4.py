@@ -131,6 +131,23 @@ def test_ends_of_calls(size: int) -> None:
         ("get_weather", {"city": "Par"})]  # 1187
 
 
+def test_the_name_bounds_are_places_in_the_output() -> None:
+    """README (gemma4 bounds): a call whose name, as held with the whitespace around it, or
+    whose text before ``call:`` passes ``MAX_NAME`` characters is not read, whatever the
+    chunks (a stream once dropped what the whole output read, and the text before ``call:``
+    was measured a chunk at a time)."""
+    space = "\u3000" * gemma4.MAX_NAME
+    for written, called in (('<|tool_call>call:get_weather' + space[:-11], True),
+                            ('<|tool_call>call:get_weather' + space, False),
+                            ('<|tool_call>' + space + 'call:get_weather{}<tool_call|>', True),
+                            ('<|tool_call> ' + space + 'call:get_weather{}<tool_call|>', False)):
+        text = g(written)
+        whole = feed_all(FMT, [text], CONTEXT, names_first=True)
+        assert bool(whole[1]) is called, text
+        for cut in range(len(text) + 1):
+            assert feed_all(FMT, [text[:cut], text[cut:]], CONTEXT, names_first=True) == whole
+
+
 @pytest.mark.parametrize("size", [0, 1, 3])
 def test_content(size: int) -> None:
     # 1169 (the message; vLLM's stream keeps the "\n"), 1171 (the message drops the text after)

@@ -237,10 +237,12 @@ def _call(run: _Run, region: str, ended: bool) -> None:
         if mode == PRE:  # up to "call:" or a bare ":"
             text = run.s.acc + region[i:]
             found = earliest(text, ("call:", ":"))
-            if found is None:
-                keep = 0 if ended else pending_prefix(text, ("call:",))
-                run.set(acc=text[len(text) - keep:] if len(text) <= MAX_NAME else "",
-                        mode=PRE if len(text) <= MAX_NAME else SKIP)
+            if found is None and not ended \
+                    and len(text) - pending_prefix(text, ("call:",)) <= MAX_NAME:
+                run.set(acc=text)  # (all of it: the bound is on what precedes "call:")
+                return
+            if found is None or found[0] > MAX_NAME:  # more than MAX_NAME before it, cut
+                run.set(acc="", mode=SKIP)  # or not: no call (a place in the output)
                 return
             run.set(mode=NAME, acc="")
             i = len(region) - (len(text) - found[0] - len(found[1]))
@@ -251,8 +253,8 @@ def _call(run: _Run, region: str, ended: bool) -> None:
             if found is None and not ended:
                 run.set(acc=text, mode=NAME if len(text) <= MAX_NAME else SKIP)
                 return
-            if not name or len(name) > MAX_NAME:
-                run.set(mode=SKIP)
+            if not name or len(text if found is None else text[:found[0]]) > MAX_NAME:
+                run.set(mode=SKIP)  # (the name as held, whitespace and all: whatever the cuts)
                 return
             run.deltas.append(ToolCallDelta(run.s.calls, name, ""))
             run.set(calls=run.s.calls + 1, fn=name, acc="", mode=KEY, flags=run.s.flags | DROP)
