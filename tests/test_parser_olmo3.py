@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from derender.core.parsers import reasoning
 from derender.core.parsers.formats import olmo3
-from derender.core.parsers.primitives import merge
+from derender.core.parsers.primitives import MAX_LEADING_SPACE, merge
 from derender.core.parsers.registry import REASONING_BY_NAME
 from derender.core.parsers.tools import ToolCallDelta, ToolContext
 from derender.core.state.codec import Reader, Writer
@@ -219,6 +219,20 @@ def test_an_unreadable_first_call_is_kept_as_written_whatever_the_cuts() -> None
     assert _tool_all([text]) == (text, [])
     for cut in range(len(text) + 1):
         assert _tool_all([text[:cut], text[cut:]]) == (text, []), cut
+
+
+def test_the_opening_whitespace_bound_is_a_place_in_the_output() -> None:
+    """Docstring rule: at the start, whitespace (and what may still be ``<function_calls>``
+    or a call's name) is held for ``MAX_LEADING_SPACE`` characters; past them the output is
+    content (in which a block still opens). Counted as a stream holds it, whatever the cuts
+    (a partial tag once counted against the bound, and a whole output never applied it)."""
+    block = "<function_calls>\nget_weather()\n</function_calls>"
+    for text, count in ((" " * MAX_LEADING_SPACE + block, 1), (" " * 257 + block, 1),
+                        (" " * 240 + "get_weather()", 1), (" " * 250 + "get_weather()", 0)):
+        whole = _tool_all([text])
+        assert len(whole[1]) == count, text
+        for cut in range(len(text) + 1):
+            assert _tool_all([text[:cut], text[cut:]]) == whole, (len(text), cut)
 
 
 @st.composite

@@ -129,7 +129,11 @@ class _Run:
     def opening(self, buffer: str, final: bool) -> str:
         stripped = buffer.lstrip()
         forced = self.context.forced_name is not None or self.context.required
-        if not stripped and not final and len(buffer) <= MAX_LEADING_SPACE:
+        lead = len(buffer) - len(stripped)
+        if lead > MAX_LEADING_SPACE:  # (whitespace past the bound: content, whatever the cuts)
+            self.phase = SEARCH
+            return buffer
+        if not stripped and not final:
             self.held = buffer
             return ""
         if forced and stripped[:1] in ("{", "["):
@@ -139,11 +143,12 @@ class _Run:
             self.phase, self.raw = BLOCK, buffer[:len(buffer) - len(stripped) + len(OPEN)]
             self._feed("[", False)
             return stripped[len(OPEN):]
-        if OPEN.startswith(stripped) and not final and len(buffer) <= MAX_LEADING_SPACE:
+        if OPEN.startswith(stripped) and not final:
             self.held = buffer
             return ""
         name = _NAME.match(stripped)
-        if name is not None and name.end() < len(stripped) and stripped[name.end()] == "(":
+        if name is not None and name.end() < len(stripped) and stripped[name.end()] == "(" \
+                and lead + name.end() <= MAX_LEADING_SPACE:  # (as a stream holds it)
             self.phase, self.at_start, self.lines = LINES, False, True
             self.raw = buffer[:len(buffer) - len(stripped)]
             self._feed("[", False)
@@ -253,7 +258,8 @@ def _decode(r: Reader) -> Olmo3State:
     if bits >> 6 or bits & 7 >= len(PHASES):
         raise ValueError("malformed olmo3 state")
     held, space, raw = r.text(), r.text(), r.text()
-    if len(held) > MAX_LEADING_SPACE or len(space) > MAX_SPACE or len(raw) > MAX_RAW:
+    if len(held) > MAX_LEADING_SPACE + len(OPEN) or len(space) > MAX_SPACE \
+            or len(raw) > MAX_RAW:
         raise ValueError("malformed olmo3 state")
     return Olmo3State(PHASES[bits & 7], held, bool(bits & 8), bool(bits & 16), space, raw,
                       bool(bits & 32), pythonic.FORMAT.decode(r))
