@@ -148,6 +148,18 @@ def test_the_name_bounds_are_places_in_the_output() -> None:
             assert feed_all(FMT, [text[:cut], text[cut:]], CONTEXT, names_first=True) == whole
 
 
+def test_a_long_run_of_whitespace_ending_a_streamed_value_is_kept_whatever_the_cuts() -> None:
+    """A value streamed as a string holds the whitespace ending it for ``MAX_SPACE`` (it is
+    dropped where the call ends there, as vLLM strips it); a longer run goes out whole,
+    streamed or not (a stream once dropped its last characters at the end)."""
+    space = "\u3000" * (gemma4.MAX_SPACE + 3)
+    text = g('<|tool_call>call:get_weather{city:<|"|>' + "x" * 1100 + space)
+    whole = feed_all(FMT, [text], CONTEXT, names_first=True)
+    assert json.loads(whole[1][0][1])["city"] == "x" * 1100 + space
+    for cut in range(len(text) - 300, len(text) + 1):
+        assert feed_all(FMT, [text[:cut], text[cut:]], CONTEXT, names_first=True) == whole, cut
+
+
 @pytest.mark.parametrize("size", [0, 1, 3])
 def test_content(size: int) -> None:
     # 1169 (the message; vLLM's stream keeps the "\n"), 1171 (the message drops the text after)
@@ -258,7 +270,7 @@ def test_state_stays_small_over_a_long_stream() -> None:
 
 
 def test_garbage_states_are_refused() -> None:
-    for bits, space in ((15, ""), (1 << 11, ""), (0, "x")):
+    for bits, space in ((15, ""), (1 << (4 + len(gemma4.Flag)), ""), (0, "x")):
         writer = Writer()
         writer.uint(bits)
         for text in ("", "", "", space, ""):

@@ -106,9 +106,12 @@ class Flag(IntFlag):
     """The body reads no more fields (vLLM's parser stops there, or a key is too long)."""
     ARRAY = 64
     """The open nested value is an array."""
+    SPILL = 128
+    """The whitespace ending the streamed value passed ``MAX_SPACE`` and went out: the run goes
+    on as written (a run that long is kept whole, streamed or not)."""
 
 
-SPOKE, DROP, FIELD, STREAM, INSTR, STOPPED, ARRAY = (flag.value for flag in Flag)
+SPOKE, DROP, FIELD, STREAM, INSTR, STOPPED, ARRAY, SPILL = (flag.value for flag in Flag)
 """The flags as plain ints, for the machine's bit arithmetic (``IntFlag`` arithmetic costs
 about 40 times an int's)."""
 KEPT = SPOKE | DROP
@@ -357,9 +360,12 @@ def _more(run: _Run, piece: str) -> None:
             run.overflow()
         return
     text = run.s.acc + piece
-    visible = _closed(text.rstrip(), run.s.parens)
-    if len(text) - len(visible) > MAX_SPACE + 1:
-        visible = text
+    body = text.rstrip()
+    visible = _closed(body, run.s.parens)
+    spill = run.has(SPILL) and not body  # (the run that went out goes on)
+    if spill or len(text) - len(visible) > MAX_SPACE + 1:
+        visible, spill = text, True
+    run.flag(SPILL, spill)
     run.args(escape(visible))
     run.set(acc=text[len(visible):])
 
@@ -375,7 +381,7 @@ def _end_value(run: _Run, tail: str, closing: str) -> None:
     """The open value ends with ``tail`` (and its ``closing`` quote, if a string)."""
     if run.has(STREAM):
         run.args(escape(run.s.acc + tail) + '"')
-        run.flag(STREAM, False)
+        run.flag(STREAM | SPILL, False)
     else:
         raw = run.s.acc + tail + closing
         if run.s.mode == BARE and not raw.strip():  # vLLM's parser stops here
@@ -402,6 +408,7 @@ def _finish(run: _Run) -> None:
                 if "k" in value:
                     run.field(run.s.key, value["k"])
     run.args("}" if run.has(FIELD) else "{}")
+    run.flag(SPILL, False)
     run.set(mode=SKIP, acc="")
 
 
