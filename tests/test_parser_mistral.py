@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from derender.core import parsers
 from derender.core.parsers import reasoning
 from derender.core.parsers.formats import mistral
+from derender.core.parsers.primitives import MAX_LEADING_SPACE
 from derender.core.parsers.tools import ToolContext
 from derender_testing.models import tokenizer
 from derender_testing.tool_streams import (
@@ -90,6 +91,18 @@ def test_holdbacks_are_bounded() -> None:
         assert feed_all(mistral.FORMAT, [text[:cut], text[cut:], ""], CONTEXT) == whole, cut
     _, _, state = mistral.FORMAT.feed(state, "x" + " " * 300, False, CONTEXT)
     assert len(state.held) <= mistral.MAX_TRAILING_SPACE
+
+
+def test_whitespace_alone_before_a_call_is_dropped_up_to_its_bound_whatever_the_cuts() -> None:
+    """README row (content before the calls): whitespace alone before a call is dropped up to
+    ``MAX_LEADING_SPACE`` characters; a longer run is content, streamed or not."""
+    call = '[TOOL_CALLS]get_weather[ARGS]{"city": "Paris"}'
+    for size, content in ((MAX_LEADING_SPACE, ""), (MAX_LEADING_SPACE + 1, None)):
+        text = " " * size + call
+        whole = feed_all(mistral.FORMAT, [text, ""], CONTEXT)
+        assert whole[0] == (" " * size if content is None else content)
+        for cut in range(size + 13):
+            assert feed_all(mistral.FORMAT, [text[:cut], text[cut:], ""], CONTEXT) == whole, cut
 
 
 def test_call_ids_are_mistral_form_and_deterministic() -> None:

@@ -203,11 +203,12 @@ def feed(state: MistralState, text: str, final: bool, context: ToolContext
                 if not spoke and not out.strip() and not final and len(out) <= MAX_LEADING_SPACE:
                     hold, out = size - pos, ""  # whitespace may precede a call
                 content.append(out)
-                spoke = spoke or bool(out.strip())
+                spoke = spoke or bool(out.strip()) or len(out) > MAX_LEADING_SPACE
                 held = buffer[size - hold:]
                 break
             before = buffer[pos:found[0]]
-            if spoke or before.strip():
+            if spoke or before.strip() or len(before) > MAX_LEADING_SPACE:  # (a place: cuts
+                # do not move it; longer whitespace is content, streamed or not)
                 content.append(before)
                 spoke = True
             mode, pos = (LIST_START if older else NAME), found[0] + len(tc)
