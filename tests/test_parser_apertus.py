@@ -105,6 +105,18 @@ def test_a_block_cut_off() -> None:
         assert read(OPEN + '[{"f": ' + written)[1] == [["f", closed]], written
 
 
+def test_an_element_longer_than_the_head_bound_is_skipped_whatever_the_cuts() -> None:
+    """Docstring rule: an element that is no call is skipped, one longer than ``MAX_HEAD``
+    too (a stream cannot hold it to read); read whole, such an element was once taken for a
+    cut-off one, dropping the text after the block that every stream of it kept."""
+    long = '{"' + "x" * (json_wrapped.MAX_HEAD + 50) + '": 1}'
+    text = "Sure. " + OPEN + "[" + long + ", {}]  " + CLOSE + " d"
+    whole = feed_all(FMT, [text], AUTO, names_first=True)  # (one final piece)
+    assert whole == read("Sure. " + block("{}", "{}") + " d") == ("Sure.\nd", [])
+    for cut in range(len(text) + 1):
+        assert feed_all(FMT, [text[:cut], text[cut:]], AUTO, names_first=True) == whole, cut
+
+
 def test_differences_on_purpose() -> None:
     """README apertus row (vLLM's message in brackets)."""
     # content before a block keeps its leading whitespace ["Checking.\nDone.", 8418]

@@ -349,12 +349,16 @@ def feed(wrapper: Wrapper, state: W, text: str, final: bool, context: ToolContex
             if end is None and not final and len(body) < MAX_HEAD:
                 held = buffer  # a value that is no call may close
                 break
-            if end is None and final:  # cut off: no call (vLLM's partial JSON drops it)
-                mode, buffer, space = Mode.AFTER, "", ""
+            if end is None and final and len(body) < MAX_HEAD:  # cut off: no call (vLLM's
+                mode, buffer, space = Mode.AFTER, "", ""  # partial JSON drops it)
                 break
             if end is None and body[0] in '{["':  # a long value that is no call: skipped
+                # (streamed or not: a whole output's long element is no cut-off one)
                 mode, buffer, scanner, space = Mode.SKIP_ELEMENT, body, ValueScan(), ""
                 continue
+            if end is None and final:
+                mode, buffer, space = Mode.AFTER, "", ""
+                break
             if end is not None and _is_json(body[:end]):  # a value that is no call: skipped
                 mode, buffer, space = Mode.SEP, body[end:], ""
                 continue
