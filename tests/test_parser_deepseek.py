@@ -340,7 +340,7 @@ def test_any_split_of_a_text_reads_as_the_whole(fmt: Any, context: ToolContext, 
 
 
 def test_malformed_states_are_refused() -> None:
-    for fields_ in ((7, "", 0, ""), (1 << 6, "", 0, ""), (0, "", 0, "x"),
+    for fields_ in ((7, "", 0, ""), (1 << 7, "", 0, ""), (1 << 6, "", 0, ""), (0, "", 0, "x"),
                     (0, "x" * 1000, 0, "")):
         writer = Writer()
         writer.uint(fields_[0])

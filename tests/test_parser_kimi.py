@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from derender.core import parsers
 from derender.core.parsers import reasoning
 from derender.core.parsers.formats import deepseek
+from derender.core.parsers.primitives import MAX_LEADING_SPACE
 from derender.core.parsers.registry import MARKUP, TOOLS_BY_TAG
 from derender.core.parsers.tools import ToolContext
 from derender.core.state.codec import Reader, Writer
@@ -298,8 +299,24 @@ def test_state_stays_small_over_a_long_stream() -> None:
     assert largest < 64
 
 
+def test_a_long_run_of_whitespace_ending_the_arguments_is_kept_whatever_the_cuts() -> None:
+    """The whitespace ending a call's arguments is dropped (vLLM strips them) while held, up
+    to ``MAX_LEADING_SPACE`` characters; a longer run goes out whole, streamed or not (a
+    stream once sent it where the whole output stripped it)."""
+    head = M["SB"] + M["CB"] + "functions.get_weather:0" + M["AB"] + '{"city":'
+    for size, kept in ((MAX_LEADING_SPACE, False), (MAX_LEADING_SPACE + 1, True)):
+        run = "\u3000" * size
+        for tail in ("", M["CE"] + M["SE"]):
+            text = head + run + tail
+            whole = feed_all(FMT, [text], CONTEXT, names_first=True)
+            assert whole[1][0][1] == '{"city":' + (run if kept else ""), (size, tail)
+            for cut in range(len(head), len(text) + 1):
+                assert feed_all(FMT, [text[:cut], text[cut:]], CONTEXT,
+                                names_first=True) == whole, (size, cut)
+
+
 def test_garbage_states_are_refused() -> None:
-    for bits, held in ((1 << 6, ""), (7, ""), (0, "x" * 1000)):
+    for bits, held in ((1 << 7, ""), (1 << 6, ""), (7, ""), (0, "x" * 1000)):
         writer = Writer()
         writer.uint(bits)
         writer.text(held)

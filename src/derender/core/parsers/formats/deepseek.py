@@ -90,6 +90,9 @@ class DeepSeekState(ToolState):
     """deepseek_v3: the whitespace before the calls, content if text follows them."""
     started: bool = False
     """kimi_k2: the open call's arguments have begun (text other than whitespace)."""
+    spill: bool = False
+    """kimi_k2: the whitespace ending the arguments passed ``MAX_LEADING_SPACE`` and went out;
+    the run goes on as written (a run that long is kept whole, streamed or not)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,11 +192,11 @@ KIMI_GRAMMAR = Grammar(dict(zip(MARKERS, KIMI_MARKERS, strict=True)), _head_kimi
 
 
 def _feed(state: DeepSeekState, text: str, final: bool, context: ToolContext, g: Grammar
-          ) -> tuple[str, list[ToolCallDelta], tuple[str, str, int, bool, bool, str, bool]]:
+          ) -> tuple[str, list[ToolCallDelta], tuple[str, str, int, bool, bool, str, bool, bool]]:
     """Content and tool-call deltas of new text, and the next state's fields."""
     v3 = g.content_after
     m = {marker: context.spelled(g.markers[marker]) for marker in MARKERS}
-    started = state.started
+    started, spill = state.started, state.spill
     buffer = state.held + text
     mode, calls, spoke, opened = state.mode, state.calls, state.spoke, state.opened
     lead = state.lead
@@ -243,7 +246,7 @@ def _feed(state: DeepSeekState, text: str, final: bool, context: ToolContext, g:
             elif isinstance(head, tuple) and head[1] <= MAX_HEAD:
                 deltas.append(ToolCallDelta(calls, head[0], "", head[2]))
                 calls += 1
-                mode, pos, started = ARGS, pos + head[1], False
+                mode, pos, started, spill = ARGS, pos + head[1], False, False
             else:
                 mode = SKIP  # not a call we can read: dropped to its end
         elif mode == BODY:  # held whole to its end, then a call if it names one
@@ -278,8 +281,12 @@ def _feed(state: DeepSeekState, text: str, final: bool, context: ToolContext, g:
                 if g.fence and piece.endswith(FENCE_CLOSE):
                     piece = piece[:-len(FENCE_CLOSE)]
                 if g.strip_args:
-                    piece = piece.strip() if not started else piece.rstrip()
+                    body = piece.strip() if not started else piece.rstrip()
+                    long = (spill and not body) or len(piece) - len(piece.rstrip()) \
+                        > MAX_LEADING_SPACE  # (a run that long is kept: a place, not a cut)
+                    piece = piece.lstrip() if long and not started else piece if long else body
                     piece = piece or ("" if started else "{}")
+                spill = False
                 pos = at + len(marker)
                 mode = CALLS if marker == m[CALL_END] else HEAD if marker == m[CALL_BEGIN] \
                     else CONTENT if v3 else CALLS
@@ -297,9 +304,12 @@ def _feed(state: DeepSeekState, text: str, final: bool, context: ToolContext, g:
                     if not started:
                         rest = rest.lstrip()
                     kept = rest.rstrip()
-                    if final:
+                    spill = spill and not kept
+                    if spill or len(rest) - len(kept) > MAX_LEADING_SPACE:
+                        spill = True  # a run that long goes out whole, streamed or not
+                    elif final:
                         rest = kept or ("" if started else "{}")
-                    elif len(rest) - len(kept) <= MAX_LEADING_SPACE:  # may end them: held
+                    else:  # may end them: held
                         hold = max(hold, len(rest) - len(kept))
                 piece, held = rest[:len(rest) - hold], rest[len(rest) - hold:]
                 pos = len(buffer)
@@ -309,7 +319,8 @@ def _feed(state: DeepSeekState, text: str, final: bool, context: ToolContext, g:
     if final and mode == ARGS and g.strip_args and not started and not held:
         deltas.append(ToolCallDelta(calls - 1, None, "{}"))  # cut off before its arguments
         started = True
-    return "".join(content), merge(deltas), (mode, held, calls, spoke, opened, lead, started)
+    return "".join(content), merge(deltas), (mode, held, calls, spoke, opened, lead, started,
+                                              spill and mode == ARGS)
 
 
 def _feed_v3(state: DeepSeekV3State, text: str, final: bool, context: ToolContext
@@ -331,19 +342,21 @@ def _feed_kimi(state: KimiK2State, text: str, final: bool, context: ToolContext
 
 
 def _encode(state: DeepSeekState, w: Writer) -> None:
-    w.uint(MODES.index(state.mode) | state.spoke << 3 | state.opened << 4 | state.started << 5)
+    w.uint(MODES.index(state.mode) | state.spoke << 3 | state.opened << 4 | state.started << 5
+           | state.spill << 6)
     w.text(state.held)
     w.uint(state.calls)
     w.text(state.lead)
 
 
-def _fields(r: Reader) -> tuple[str, str, int, bool, bool, str, bool]:
+def _fields(r: Reader) -> tuple[str, str, int, bool, bool, str, bool, bool]:
     bits, held, calls, lead = r.uint(), r.text(), r.uint(), r.text()
-    if bits >> 6 or bits & 7 >= len(MODES) or len(held) > MAX_HEAD + MAX_LEADING_SPACE \
+    if bits >> 7 or bits & 7 >= len(MODES) or (bits & 64 and MODES[bits & 7] != ARGS) \
+            or len(held) > MAX_HEAD + MAX_LEADING_SPACE \
             or len(lead) > MAX_LEADING_SPACE or lead.strip():
         raise ValueError("malformed deepseek state")
     return (MODES[bits & 7], held, calls, bool(bits & 8), bool(bits & 16), lead,
-            bool(bits & 32))
+            bool(bits & 32), bool(bits & 64))
 
 
 def _decode_v3(r: Reader) -> DeepSeekV3State:
