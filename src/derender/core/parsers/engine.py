@@ -563,6 +563,8 @@ def feed(config: EngineConfig, state: S, text: str, final: bool, context: ToolCo
         phase = run.phase
         terminals = table.by_phase[phase]
         found = finder.earliest(terminals, pos) if terminals else None
+        if found is not None and not final and _may_grow(buffer, found, terminals):
+            found = None  # (a longer terminal may still be written there: held, as whole)
         if phase == ARGS:
             end = len(buffer) if found is None else found[0]
             if found is None and not final:
@@ -594,6 +596,16 @@ def feed(config: EngineConfig, state: S, text: str, final: bool, context: ToolCo
     next_state = type(state)(run.phase, run.sub, held, run.acc, run.key, run.tool, run.space,
                              run.rspace, run.wrap, run.calls, run.flags)
     return "".join(run.reasoning), content, merge(run.deltas), next_state
+
+
+def _may_grow(buffer: str, found: tuple[int, str], terminals: tuple[str, ...]) -> bool:
+    """Whether the text from a terminal found to the buffer's end may still be a longer
+    terminal that starts with it (minimax_m3's ``<invoke name=`` and ``<invoke name="``):
+    the next chunk decides, as the whole output would."""
+    at, terminal = found
+    rest = len(buffer) - at
+    return any(len(t) > rest and t.startswith(terminal) and buffer.startswith(t[:rest], at)
+               for t in terminals if len(t) > len(terminal))
 
 
 def _move(run: _Run, table: _Table, terminal: str) -> None:
