@@ -87,3 +87,17 @@ def test_a_long_output_cut_anywhere_reads_as_the_whole(
         assert read(setup, pieces) == read(setup, [text]), (name, cuts)
 
     check()
+
+
+@pytest.mark.parametrize(("tool_parser", "text"), [
+    # a terminal that a longer one grows from, cut between them (engine._may_grow)
+    ("minimax_m3", ']<]minimax[>[<tool_call>]<]minimax[>[<invoke name="'),
+    ("minimax_m3", ']<]minimax[>[<tool_call>]<]minimax[>[<invoke name="f">'
+                   ']<]minimax[>[<parameter name="a">1]<]minimax[>[</parameter>'),
+])
+def test_short_outputs_random_draws_found_read_alike_at_every_cut(tool_parser: str,
+                                                                  text: str) -> None:
+    setup = _setup(None, tool_parser, False)
+    whole = read(setup, [text])
+    for cut in range(len(text) + 1):
+        assert read(setup, [text[:cut], text[cut:]]) == whole, cut
