@@ -86,6 +86,10 @@ def widened(payload: str) -> bytes:
     everything after it is laid out as then, and this test checks that it still is."""
     return bytes(FINGERPRINT_BYTES - 8) + bytes.fromhex(payload)
 
+ADDED_FIELDS: dict[str, Any] = {"spill": False}
+"""State fields added after the recorded states were issued, and the value they read as."""
+
+
 @pytest.mark.parametrize("entry", COMPAT["states"], ids=lambda e: f"{e['kind']}-{e['name']}")
 def test_a_state_issued_before_the_records_decodes_the_same(entry: dict[str, Any]) -> None:
     payload = widened(entry["payload"])
@@ -99,6 +103,9 @@ def test_a_state_issued_before_the_records_decodes_the_same(entry: dict[str, Any
         return
     assert parser.tool_tag == entry["tag"]
     fields = dataclasses.asdict(parser.tools)  # type: ignore[call-overload]
+    # a field added later (kimi_k2's spilled argument whitespace) reads back at its default
+    for key in fields.keys() - entry["tools"].keys():
+        assert key in ADDED_FIELDS and fields.pop(key) == ADDED_FIELDS[key], key
     # a mode the machinery later named (an IntEnum over the same encoded numbers) is
     # compared by its name, as the earlier code spelled it
     assert fields.keys() == entry["tools"].keys()
