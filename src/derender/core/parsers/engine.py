@@ -301,6 +301,8 @@ class _Table:
     moves: dict[tuple[Phase, str], tuple[Phase, int]]
     args: tuple[str, ...]
     spell: Mapping[str, str]
+    grows: dict[Phase, frozenset[str]]
+    """Per phase, the terminals a longer one of the phase starts with (``_may_grow``)."""
 
 
 def _transitions(config: EngineConfig, think: bool, tools: bool
@@ -339,8 +341,10 @@ def _table(config: EngineConfig, spell: tuple[tuple[str, str], ...], think: bool
             text = spelled(literal, mapping)
             moves[(phase, text)] = move
             by_phase[phase].append(text)
+    grows = {p: frozenset(t for t in ts if any(len(u) > len(t) and u.startswith(t) for u in ts))
+             for p, ts in by_phase.items()}
     return _Table({p: tuple(ts) for p, ts in by_phase.items()}, moves,
-                  config.args.terminals(lambda t: spelled(t, mapping)), mapping)
+                  config.args.terminals(lambda t: spelled(t, mapping)), mapping, grows)
 
 
 class _Run(Run):
@@ -563,7 +567,8 @@ def feed(config: EngineConfig, state: S, text: str, final: bool, context: ToolCo
         phase = run.phase
         terminals = table.by_phase[phase]
         found = finder.earliest(terminals, pos) if terminals else None
-        if found is not None and not final and _may_grow(buffer, found, terminals):
+        if found is not None and not final and found[1] in table.grows[phase] \
+                and _may_grow(buffer, found, terminals):
             found = None  # (a longer terminal may still be written there: held, as whole)
         if phase == ARGS:
             end = len(buffer) if found is None else found[0]
