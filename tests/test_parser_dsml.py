@@ -29,9 +29,9 @@ from derender_testing.models import tokenizer, vocabulary
 from derender_testing.tool_streams import (
     check_round_trips,
     check_written,
+    ended,
     feed_engine,
     feed_long_stream,
-    ids_of,
     requests,
     run_both,
     spoil,
@@ -435,12 +435,7 @@ MODELS = {"deepseek_v32": "deepseek-v3.2", "deepseek_v4": "deepseek-v4-native",
 
 def check_splits(client: Any, model: str, text: str, request: dict[str, Any], finish: str,
                  data: st.DataObject) -> dict[str, Any]:
-    ids = ids_of([text], lambda t: tokenizer(model).encode(t, add_special_tokens=False).ids)
-    eos = vocabulary(model).eos_id
-    assert eos is not None
-    if finish == "stop" or not ids:
-        ids.append(eos)
-        finish = "stop"
+    ids, finish = ended(model, text, finish)
     prompt = tokenizer(model).encode("Weather?", add_special_tokens=False).ids
     return run_both(client, model, ids, finish, prompt, request, data)
 

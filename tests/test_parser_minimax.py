@@ -33,7 +33,7 @@ from derender_testing.tool_streams import (
     feed_engine,
     feed_long_stream,
     requests,
-    run_both,
+    run_text,
     spoil,
 )
 from tests.test_parser_dsml import TOOLS
@@ -331,15 +331,7 @@ def test_minimax_m2_stream_folds_to_message(client_for: Any, reasoning_parser: s
         request.pop("tools", None)
         request.pop("tool_choice", None)
     text, written, clean = data.draw(outputs(), label="output")
-    finish = data.draw(st.sampled_from(["stop", "stop", "length"]), label="finish")
-    ids = list(tokenizer(model).encode(text, add_special_tokens=False).ids)
-    eos = vocabulary(model).eos_id
-    assert eos is not None
-    if finish == "stop" or not ids:
-        ids.append(eos)
-        finish = "stop"
-    prompt = tokenizer(model).encode("Weather?", add_special_tokens=False).ids
-    expected = run_both(client, model, ids, finish, prompt, request, data)
+    expected = run_text(client, model, text, request, data)
     if (clean and "<think>" not in text and "</think>" in text
             and reasoning_parser == "minimax_m2" and tool_parser is not None):
         check_written(expected, [[n, p] for n, p in written], request)

@@ -28,8 +28,15 @@ from derender.core import parsers
 from derender.core.parsers.formats import response_template as rt
 from derender.core.parsers.tools import ToolContext
 from derender.core.registry import read_model_info
-from derender_testing.models import model_folder, tokenizer, vocabulary
-from derender_testing.tool_streams import check_written, requests, run_both, spoil
+from derender_testing.models import model_folder, tokenizer
+from derender_testing.tool_streams import (
+    check_written,
+    draw_finish,
+    ended,
+    requests,
+    run_both,
+    spoil,
+)
 from tests.test_parser_properties import PROPS
 
 JSON_MODEL, XML_MODEL = "hf-json-standin", "hf-xml-standin"
@@ -274,13 +281,7 @@ def test_stream_folds_to_message(client_for: Any, model: str, reasoning_parser: 
         request.pop("tool_choice", None)
     off = data.draw(st.booleans(), label="thinking off")
     text, written, clean = data.draw(outputs(model), label="output")
-    finish = data.draw(st.sampled_from(["stop", "stop", "length"]), label="finish")
-    ids = list(tokenizer(model).encode(text, add_special_tokens=False).ids)
-    eos = vocabulary(model).eos_id
-    assert eos is not None
-    if finish == "stop" or not ids:
-        ids.append(eos)
-        finish = "stop"
+    ids, finish = ended(model, text, draw_finish(data))
     head = "<|im_start|>user\nWeather?<|im_end|>\n<|im_start|>assistant\n"
     if model == XML_MODEL:
         head += "<think>\n\n</think>\n\n" if off else "<think>\n"

@@ -77,18 +77,26 @@ def run_both(client: Any, model: str, ids: list[int], finish: str, prompt: list[
     return expected
 
 
-def run_text(client: Any, model: str, text: str, request: dict[str, Any],
-             data: st.DataObject) -> dict[str, Any]:
-    """``run_both`` for an output written as text: encoded with ``model``'s vocabulary, ended
-    by its eos unless the finish drawn is "length" (an empty output always ends), after the
-    prompt "Weather?"."""
-    finish = data.draw(st.sampled_from(["stop", "stop", "length"]), label="finish")
+def ended(model: str, text: str, finish: str) -> tuple[list[int], str]:
+    """An output written as text, encoded with ``model``'s vocabulary and ended by its eos
+    unless ``finish`` is "length" (an empty output always ends): its ids and its finish."""
     ids = list(tokenizer(model).encode(text, add_special_tokens=False).ids)
     eos = vocabulary(model).eos_id
     assert eos is not None
     if finish == "stop" or not ids:
-        ids.append(eos)
-        finish = "stop"
+        return [*ids, eos], "stop"
+    return ids, finish
+
+
+def draw_finish(data: st.DataObject) -> str:
+    return data.draw(st.sampled_from(["stop", "stop", "length"]), label="finish")
+
+
+def run_text(client: Any, model: str, text: str, request: dict[str, Any],
+             data: st.DataObject) -> dict[str, Any]:
+    """``run_both`` for an output written as text (``ended``, the finish drawn), after the
+    prompt "Weather?"."""
+    ids, finish = ended(model, text, draw_finish(data))
     prompt = tokenizer(model).encode("Weather?", add_special_tokens=False).ids
     return run_both(client, model, ids, finish, prompt, request, data)
 
